@@ -1,0 +1,39 @@
+# strata — the two set-up commands of the README are `make demo` and
+# `make test`; the other targets are what they are made of.
+SHELL := /bin/bash
+GO    ?= go
+
+.PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall vet fmt
+
+## demo: run the example agent offline on the embedded default
+demo:
+	$(GO) run ./examples/demo
+
+## test: install and start what the tests need, run them under -race, stop
+test:
+	bash scripts/test.sh
+
+## model: install the default offline embedding model into .strata/models
+model:
+	bash scripts/model.sh
+
+## pg-up / pg-down: the PostgreSQL 17 + pgvector engine used by the tests
+pg-up:
+	bash scripts/pg.sh up
+pg-down:
+	bash scripts/pg.sh down
+
+## unit: the tests that need no engine or model (they skip the rest)
+unit:
+	$(GO) test -race ./...
+
+## bench: micro-benchmarks of assembly, tokens and stores
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./projector/ ./core/ ./tokens/
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')

@@ -1,0 +1,301 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratamem/strata/projector"
+)
+
+// View is one assembled model input: the items in band order, with what
+// the provider adapters and the host need to know about them.
+type View struct {
+	// Items is the whole view in order.
+	Items []Item
+	// Tools are the provided functions to offer the model, sorted.
+	Tools []FunctionSpec
+	// Turn is the assembly count in the run, from 0.
+	Turn   int
+	bounds [6]int
+	tokens [6]int
+	// Usage is the per-layer report of this assembly.
+	Usage *Usage
+}
+
+// Band returns the items of band b.
+func (v *View) Band(b Band) []Item {
+	start := 0
+	if b > 0 {
+		start = v.bounds[b-1]
+	}
+	return v.Items[start:v.bounds[b]]
+}
+
+// BandTokens is the token count of band b.
+func (v *View) BandTokens(b Band) int { return v.tokens[b] }
+
+// Tokens is the token count of the whole view.
+func (v *View) Tokens() int {
+	n := 0
+	for _, t := range v.tokens {
+		n += t
+	}
+	return n
+}
+
+// Served says where a layer's output in a view came from.
+type Served string
+
+// Served values.
+const (
+	// ServedFresh: rendered by this assembly's recall.
+	ServedFresh Served = "fresh"
+	// ServedPinned: the epoch's pinned bytes, re-sent.
+	ServedPinned Served = "pinned"
+	// ServedStale: an eventual recall had not answered; its previous
+	// output was served.
+	ServedStale Served = "stale"
+	// ServedNone: the layer contributed nothing (no output, a failed hook,
+	// or disabled).
+	ServedNone Served = "none"
+)
+
+// LayerUsage reports one layer's part in an assembly.
+type LayerUsage struct {
+	LayerID   string
+	Slot      Slot
+	Placement Placement
+	// Band is where the output landed: BandAnchor or BandLive.
+	Band   Band
+	Served Served
+	// Tokens the layer's output occupies in the view; Budget is its
+	// allocation.
+	Tokens int
+	Budget int
+	Items  int
+	// Truncated counts items cut because the output exceeded the budget.
+	Truncated int
+	// Disabled is true for a layer whose init failed under
+	// InitErrorDisable.
+	Disabled bool
+}
+
+// Usage is the report of one assembly.
+type Usage struct {
+	Turn   int
+	Layers []LayerUsage
+	// BandTokens[b] is the token count of band b.
+	BandTokens [6]int
+	Total      int
+	// HistoryItems and HistoryDropped count the log items shown and left
+	// out by the projection.
+	HistoryItems   int
+	HistoryDropped int
+	// Diagnostics are the hook failures of this assembly and of the calls
+	// since the previous one.
+	Diagnostics []Diagnostic
+}
+
+// Layer returns the usage of the layer with id, or nil.
+func (u *Usage) Layer(id string) *LayerUsage {
+	for i := range u.Layers {
+		if u.Layers[i].LayerID == id {
+			return &u.Layers[i]
+		}
+	}
+	return nil
+}
+
+// Assemble runs every layer's recall, projects the history and assembles
+// the view. A failing recall contributes nothing this turn (a diagnostic
+// says why); only a projection that cannot hold the system prompt fails.
+func (s *Session) Assemble(ctx context.Context) (*View, error) {
+	if s.disposed {
+		return nil, ErrDisposed
+	}
+	rt := s.rt
+	s.mu.Lock()
+	diagFrom := len(s.diagnostics)
+	s.mu.Unlock()
+
+	outs := s.recallAll(ctx)
+
+	history := s.projectedHistory(ctx)
+
+	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts))}
+	in := projector.Input[Item]{System: rt.system, History: history}
+	for k, inst := range s.insts {
+		spec := inst.spec()
+		o := outs[k]
+		lu := LayerUsage{LayerID: spec.ID, Slot: spec.Slot, Placement: spec.Placement, Budget: rt.budgets[k],
+			Served: o.served, Disabled: s.states[k].disabled, Band: BandAnchor}
+		live := spec.Placement == PlacementLive || o.stateful
+		if rt.cfg.Cache.Disabled {
+			live = false
+		}
+		if live {
+			lu.Band = BandLive
+			in.Live = append(in.Live, o.entries...)
+		} else {
+			in.Anchor = append(in.Anchor, o.entries...)
+		}
+		for _, e := range o.entries {
+			lu.Tokens += e.Tokens
+		}
+		lu.Items = len(o.entries)
+		lu.Truncated = o.truncated
+		usage.Layers[k] = lu
+	}
+
+	pv, err := projector.Assemble(in, rt.cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	view := &View{Items: pv.Items(), Tools: s.Tools(), Turn: s.turn, bounds: pv.Bounds, tokens: pv.Tokens, Usage: usage}
+	usage.BandTokens = pv.Tokens
+	usage.Total = pv.TotalTokens()
+	usage.HistoryItems = pv.Bounds[BandHistory] - pv.Bounds[BandAnchor]
+	usage.HistoryDropped = len(s.log) - usage.HistoryItems
+	s.visible = len(s.log) - usage.HistoryItems
+	if s.visible < 0 {
+		s.visible = 0
+	}
+	s.mu.Lock()
+	usage.Diagnostics = append([]Diagnostic(nil), s.diagnostics[diagFrom:]...)
+	s.mu.Unlock()
+	s.last = usage
+	s.turn++
+	return view, nil
+}
+
+// layerOutput is one layer's contribution to an assembly.
+type layerOutput struct {
+	entries   []projector.Entry[Item]
+	served    Served
+	stateful  bool
+	truncated int
+}
+
+// recallAll starts every recall at once, then collects them in slot
+// order: atomic ones are waited for; an eventual one that has not answered
+// by then serves its previous output.
+func (s *Session) recallAll(ctx context.Context) []layerOutput {
+	outs := make([]layerOutput, len(s.insts))
+	in := recallInput{turn: s.turn, history: s.items, visible: s.items[min(s.visible, len(s.items)):]}
+	for k, inst := range s.insts {
+		st := &s.states[k]
+		outs[k].served = ServedNone
+		if st.disabled || !inst.hasRecall() {
+			continue
+		}
+		if st.pending == nil {
+			in.budget = s.rt.budgets[k]
+			st.pending = inst.startRecall(ctx, in)
+		}
+	}
+	collect := func(k int, wait bool) {
+		st := &s.states[k]
+		inst := s.insts[k]
+		var (
+			r    recallOutput
+			kind DiagnosticKind
+			err  error
+		)
+		if wait {
+			r, kind, err = st.pending.wait()
+		} else {
+			var done bool
+			r, kind, err, done = st.pending.poll()
+			if !done {
+				outs[k] = layerOutput{entries: st.out, served: ServedStale}
+				if len(st.out) == 0 {
+					outs[k].served = ServedNone
+				}
+				return
+			}
+		}
+		st.pending = nil
+		if err != nil {
+			s.diagnose(inst.spec().ID, "recall", kind, err)
+			st.out = nil
+			return
+		}
+		if r.commit != nil {
+			_ = r.commit(ctx) // a persistence failure is a diagnostic already
+		}
+		entries, cut := s.renderEntries(inst.spec(), r, s.rt.budgets[k])
+		st.out = entries
+		outs[k] = layerOutput{entries: entries, served: ServedFresh, stateful: r.commit != nil, truncated: cut}
+		if len(entries) == 0 {
+			outs[k].served = ServedNone
+		}
+	}
+	for k, inst := range s.insts {
+		if s.states[k].pending != nil && inst.spec().RecallMode != RecallEventual {
+			collect(k, true)
+		}
+	}
+	for k, inst := range s.insts {
+		if s.states[k].pending != nil && inst.spec().RecallMode == RecallEventual {
+			collect(k, false)
+		}
+	}
+	return outs
+}
+
+// renderEntries turns a recall into counted entries within budget. Items
+// past the budget are cut from the end, with a diagnostic.
+func (s *Session) renderEntries(spec *LayerSpec, r recallOutput, budget int) ([]projector.Entry[Item], int) {
+	items := r.items
+	if len(items) == 0 && r.text != "" {
+		items = []Item{DeveloperMessage(r.text)}
+	}
+	if len(items) == 0 {
+		return nil, 0
+	}
+	entries := make([]projector.Entry[Item], 0, len(items))
+	used := 0
+	for n, it := range items {
+		if err := it.Validate(); err != nil {
+			s.diagnose(spec.ID, "recall", KindError, fmt.Errorf("item %d: %w", n, err))
+			continue
+		}
+		e := s.rt.entry(it)
+		e.Group, e.Opens = "", false // layer output is never paired
+		if used+e.Tokens > budget {
+			cut := len(items) - n
+			s.diagnose(spec.ID, "recall", KindError, fmt.Errorf("output exceeds budget %d tokens: %d item(s) cut", budget, cut))
+			return entries, cut
+		}
+		used += e.Tokens
+		entries = append(entries, e)
+	}
+	return entries, 0
+}
+
+// projectedHistory applies the layers' projectHistory hooks in slot order
+// to the log.
+func (s *Session) projectedHistory(ctx context.Context) []projector.Entry[Item] {
+	history := s.log
+	items := s.items
+	for k, inst := range s.insts {
+		if s.states[k].disabled || !inst.hasProjectHistory() {
+			continue
+		}
+		proj, ok, _ := inst.projectHistory(ctx, items, s.turn)
+		if !ok {
+			continue
+		}
+		if proj.Items == nil {
+			history = history[proj.Start:]
+			items = items[proj.Start:]
+			continue
+		}
+		items = proj.Items
+		history = make([]projector.Entry[Item], len(items))
+		for n, it := range items {
+			history[n] = s.rt.entry(it)
+		}
+	}
+	return history
+}

@@ -1,0 +1,237 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/stratamem/strata/projector"
+)
+
+// BudgetMode is the kind of a Budget.
+type BudgetMode int
+
+// Budget modes. The zero value is BudgetAuto.
+const (
+	BudgetAuto BudgetMode = iota
+	BudgetFixed
+	BudgetRange
+)
+
+// Budget is how many tokens a layer may render. The zero value is auto:
+// the layer splits what the finite layers leave with the other auto layers.
+// Amounts are float64 so that NaN can be rejected and +Inf means uncapped.
+type Budget struct {
+	Mode BudgetMode
+	// Tokens is the fixed amount of a BudgetFixed.
+	Tokens float64
+	// Min and Max bound a BudgetRange.
+	Min, Max float64
+}
+
+// Fixed is a budget of exactly n tokens.
+func Fixed(n float64) Budget { return Budget{Mode: BudgetFixed, Tokens: n} }
+
+// Range is a budget of at least min and at most max tokens.
+func Range(min, max float64) Budget { return Budget{Mode: BudgetRange, Min: min, Max: max} }
+
+// Auto is the default budget.
+func Auto() Budget { return Budget{} }
+
+// Validate reports a NaN, negative or inverted budget with code
+// INVALID_BUDGET_INPUT.
+func (b Budget) Validate() error {
+	bad := func(field, reason string) error {
+		return &ConfigError{Code: CodeInvalidBudgetInput, Field: field, Reason: reason}
+	}
+	check := func(field string, v float64) error {
+		switch {
+		case math.IsNaN(v):
+			return bad(field, "NaN")
+		case v < 0:
+			return bad(field, fmt.Sprintf("negative (%v)", v))
+		}
+		return nil
+	}
+	switch b.Mode {
+	case BudgetAuto:
+		return nil
+	case BudgetFixed:
+		return check("Budget.Tokens", b.Tokens)
+	case BudgetRange:
+		if err := check("Budget.Min", b.Min); err != nil {
+			return err
+		}
+		if err := check("Budget.Max", b.Max); err != nil {
+			return err
+		}
+		if math.IsInf(b.Min, 1) {
+			return bad("Budget.Min", "cannot be infinite")
+		}
+		if b.Min > b.Max {
+			return bad("Budget.Max", fmt.Sprintf("max %v is below min %v", b.Max, b.Min))
+		}
+		return nil
+	}
+	return bad("Budget.Mode", fmt.Sprintf("unknown mode %d", b.Mode))
+}
+
+func (b Budget) String() string {
+	switch b.Mode {
+	case BudgetFixed:
+		return fmt.Sprintf("fixed(%v)", b.Tokens)
+	case BudgetRange:
+		return fmt.Sprintf("range(%v..%v)", b.Min, b.Max)
+	}
+	return "auto"
+}
+
+// min and max of a budget in the allocator's terms.
+func (b Budget) bounds() (lo, hi float64) {
+	switch b.Mode {
+	case BudgetFixed:
+		return b.Tokens, b.Tokens
+	case BudgetRange:
+		return b.Min, b.Max
+	}
+	return 0, math.Inf(1)
+}
+
+// Allocation is the allocator's answer.
+type Allocation struct {
+	// Tokens[i] is the budget of the i-th layer; projector.Unlimited when
+	// uncapped (only with an unlimited pool).
+	Tokens []int
+	// Unallocated is what no layer could take (all layers capped). The
+	// pool is conserved: sum(Tokens) + Unallocated == pool.
+	Unallocated int
+}
+
+// Allocate splits a pool of tokens between layer budgets:
+//
+//  1. every layer gets its minimum (a fixed budget's amount, a range's
+//     min); the minimums must fit the pool (BUDGET_EXCEEDS_POOL);
+//  2. the spare goes to the ranges with a finite max, up to that max, in
+//     proportion to their headroom when it is not enough for all;
+//  3. what is left is split evenly between the auto layers and the ranges
+//     with an infinite max (largest remainder, ties to the earlier layer).
+//
+// The pool is conserved exactly. A pool of projector.Unlimited gives each
+// layer its max (Unlimited for auto and infinite ranges).
+func Allocate(pool int, budgets []Budget) (Allocation, error) {
+	for i, b := range budgets {
+		if err := b.Validate(); err != nil {
+			err.(*ConfigError).Field = fmt.Sprintf("budgets[%d].%s", i, err.(*ConfigError).Field)
+			return Allocation{}, err
+		}
+	}
+	if pool < 0 {
+		return Allocation{}, &ConfigError{Code: CodeInvalidBudgetInput, Field: "pool", Reason: fmt.Sprintf("negative (%d)", pool)}
+	}
+	out := Allocation{Tokens: make([]int, len(budgets))}
+	if pool == projector.Unlimited {
+		for i, b := range budgets {
+			_, hi := b.bounds()
+			if math.IsInf(hi, 1) || hi >= float64(projector.Unlimited) {
+				out.Tokens[i] = projector.Unlimited
+			} else {
+				out.Tokens[i] = int(hi)
+			}
+		}
+		return out, nil
+	}
+
+	// 1. minimums. Fractions are floored: a budget is whole tokens.
+	minSum := 0
+	for i, b := range budgets {
+		lo, _ := b.bounds()
+		out.Tokens[i] = int(lo)
+		minSum += int(lo)
+	}
+	if minSum > pool {
+		return Allocation{}, &ConfigError{Code: CodeBudgetExceedsPool, Field: "Budget",
+			Reason: fmt.Sprintf("layer minimums need %d tokens, the layer pool has %d", minSum, pool)}
+	}
+	spare := pool - minSum
+
+	// 2. finite ranges up to their max.
+	var headIdx []int
+	var headroom []float64
+	totalHead := 0.0
+	for i, b := range budgets {
+		lo, hi := b.bounds()
+		if b.Mode == BudgetRange && !math.IsInf(hi, 1) && int(hi) > int(lo) {
+			headIdx = append(headIdx, i)
+			h := float64(int(hi) - int(lo))
+			headroom = append(headroom, h)
+			totalHead += h
+		}
+	}
+	if totalHead > 0 {
+		if float64(spare) >= totalHead {
+			for k, i := range headIdx {
+				out.Tokens[i] += int(headroom[k])
+			}
+			spare -= int(totalHead)
+		} else {
+			shares := splitProportional(spare, headroom)
+			for k, i := range headIdx {
+				out.Tokens[i] += shares[k]
+			}
+			spare = 0
+		}
+	}
+
+	// 3. auto layers and uncapped ranges split the rest evenly.
+	var open []int
+	for i, b := range budgets {
+		_, hi := b.bounds()
+		if b.Mode != BudgetFixed && math.IsInf(hi, 1) {
+			open = append(open, i)
+		}
+	}
+	if len(open) > 0 && spare > 0 {
+		weights := make([]float64, len(open))
+		for k := range weights {
+			weights[k] = 1
+		}
+		shares := splitProportional(spare, weights)
+		for k, i := range open {
+			out.Tokens[i] += shares[k]
+		}
+		spare = 0
+	}
+	out.Unallocated = spare
+	return out, nil
+}
+
+// splitProportional splits n into integer shares proportional to weights
+// with the largest-remainder method, so the shares sum to n exactly.
+func splitProportional(n int, weights []float64) []int {
+	total := 0.0
+	for _, w := range weights {
+		total += w
+	}
+	shares := make([]int, len(weights))
+	if total <= 0 || n <= 0 {
+		return shares
+	}
+	type rem struct {
+		i int
+		r float64
+	}
+	rems := make([]rem, len(weights))
+	given := 0
+	for i, w := range weights {
+		exact := float64(n) * w / total
+		shares[i] = int(math.Floor(exact))
+		given += shares[i]
+		rems[i] = rem{i, exact - float64(shares[i])}
+	}
+	sort.SliceStable(rems, func(a, b int) bool { return rems[a].r > rems[b].r })
+	for k := 0; given < n; k++ {
+		shares[rems[k%len(rems)].i]++
+		given++
+	}
+	return shares
+}

@@ -1,0 +1,47 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratamem/strata/core"
+)
+
+type Notes struct{ Lines []string }
+
+// The README's quick start, kept compiling and running.
+func ExampleRuntime_quickStart() {
+	ctx := context.Background()
+	notes := core.Layer[Notes]{
+		ID: "notes", Slot: core.SlotScratchpad, Scope: core.ScopeThread, Budget: core.Range(50, 500),
+		Hooks: core.Hooks[Notes]{Recall: func(_ context.Context, p core.RecallParams[Notes]) (core.Recall[Notes], error) {
+			return core.Text[Notes](fmt.Sprint("<notes>", p.State.Lines, "</notes>"))
+		}},
+	}
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{notes},
+		System: []core.Item{core.SystemMessage("You are helpful.")}})
+	sess, _ := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
+	_ = sess.Append(ctx, core.UserMessage("Hello!"))
+	view, _ := sess.Assemble(ctx)                      // send view.Items and view.Tools to your model
+	_ = sess.Record(ctx, core.AssistantMessage("Hi!")) // what the model answered
+	fmt.Println(len(view.Items), view.Tokens())
+	_ = sess.Complete(ctx, "ok")
+	// Output: 3 20
+}
+
+// A layer can return text shorthand; the runtime wraps it in a developer
+// message and counts its tokens.
+func ExampleText() {
+	ctx := context.Background()
+	clock := core.Layer[struct{}]{ID: "clock", Scope: core.ScopeExecution, Placement: core.PlacementLive,
+		Hooks: core.Hooks[struct{}]{Recall: func(context.Context, core.RecallParams[struct{}]) (core.Recall[struct{}], error) {
+			return core.Text[struct{}]("It is turn 1.")
+		}}}
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{clock}})
+	sess, _ := rt.Start(ctx, core.RunOptions{})
+	view, _ := sess.Assemble(ctx)
+	for _, it := range view.Band(core.BandLive) {
+		fmt.Println(it.Role, it.Text())
+	}
+	// Output: developer It is turn 1.
+}

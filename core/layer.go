@@ -1,0 +1,309 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Slot orders layers within their band: lower first. The constants are the
+// spec's guidelines; any int works for a custom layer.
+type Slot = int
+
+// Built-in slots.
+const (
+	SlotReminder       Slot = 80
+	SlotSteering       Slot = 90
+	SlotScratchpad     Slot = 100
+	SlotEntity         Slot = 150
+	SlotObservations   Slot = 200
+	SlotProcedural     Slot = 250
+	SlotEpisodic       Slot = 300
+	SlotRAG            Slot = 350
+	SlotSemanticRecall Slot = 400
+)
+
+// Scope is the persistence boundary of a layer's state.
+type Scope string
+
+// Scopes. Execution state dies with the run; the others persist through
+// the runtime's storage.Store, keyed so that one thread or resource never
+// sees another's state.
+const (
+	ScopeThread    Scope = "thread"
+	ScopeResource  Scope = "resource"
+	ScopeGlobal    Scope = "global"
+	ScopeExecution Scope = "execution"
+)
+
+// Placement picks a layer's band.
+type Placement string
+
+// Placements. The zero value is PlacementAuto.
+const (
+	// PlacementAuto lets the runtime choose by observed churn, at epoch
+	// boundaries only.
+	PlacementAuto Placement = ""
+	// PlacementAnchor renders before history, pinned for the epoch.
+	PlacementAnchor Placement = "anchor"
+	// PlacementLive renders after history, fresh every turn.
+	PlacementLive Placement = "live"
+)
+
+// InitErrorPolicy says what an init failure does.
+type InitErrorPolicy string
+
+// Init failure policies. The zero value is InitErrorThrow.
+const (
+	// InitErrorThrow aborts the run: context is load-bearing.
+	InitErrorThrow InitErrorPolicy = ""
+	// InitErrorDisable logs a diagnostic and runs without the layer.
+	InitErrorDisable InitErrorPolicy = "disable"
+)
+
+// RecallMode says whether the turn waits for a layer's recall.
+type RecallMode string
+
+// Recall modes. The zero value is RecallAtomic.
+const (
+	// RecallAtomic: the turn waits for the recall (up to its timeout).
+	RecallAtomic RecallMode = ""
+	// RecallEventual: when the recall has not finished by the time every
+	// atomic layer has, the layer's previous output is served and the late
+	// result is used from the next assembly on. For slow retrieval.
+	RecallEventual RecallMode = "eventual"
+)
+
+// Timeouts are per-hook limits. A zero field takes the runtime's default.
+type Timeouts struct {
+	Init, Recall, RenderDelta, ProjectHistory, OnItemAppend time.Duration
+	BeforeToolCall, AfterModelCall, Store                   time.Duration
+	OnSpawn, OnReturn, OnComplete, Dispose                  time.Duration
+}
+
+// DefaultTimeouts are used for hooks whose layer and runtime set none.
+var DefaultTimeouts = Timeouts{
+	Init: 10 * time.Second, Recall: 5 * time.Second, RenderDelta: time.Second,
+	ProjectHistory: time.Second, OnItemAppend: 2 * time.Second,
+	BeforeToolCall: 2 * time.Second, AfterModelCall: 5 * time.Second, Store: 10 * time.Second,
+	OnSpawn: 5 * time.Second, OnReturn: 5 * time.Second, OnComplete: 30 * time.Second, Dispose: 5 * time.Second,
+}
+
+// Layer is a context layer whose state has type S. Build one as a struct
+// literal and hand it to the runtime through Config.Layers; only ID and
+// Slot are required in practice.
+type Layer[S any] struct {
+	// ID names the layer: unique in a runtime, part of storage keys and of
+	// provided function names ("id/fn").
+	ID   string
+	Name string
+	Slot Slot
+	// Scope defaults to ScopeThread.
+	Scope     Scope
+	Budget    Budget
+	Placement Placement
+	Hooks     Hooks[S]
+	Timeouts  Timeouts
+	// OnInitError defaults to InitErrorThrow.
+	OnInitError InitErrorPolicy
+	RecallMode  RecallMode
+	// Functions are offered to the model as tools named "ID/Name"; calls
+	// to them are routed back to the layer.
+	Functions []Function[S]
+	// Merge resolves a compare-and-swap conflict when the runtime persists
+	// state that another run changed meanwhile: it gets the stored state
+	// and this run's state and returns the state to write. Without it a
+	// conflict is returned to the caller as an error.
+	Merge func(stored, mine S) S
+}
+
+// Hooks are a layer's lifecycle functions; every one is optional. Each runs
+// under its timeout with a context that is cancelled when it expires.
+type Hooks[S any] struct {
+	Init           func(ctx context.Context, p InitParams) (S, error)
+	Recall         func(ctx context.Context, p RecallParams[S]) (Recall[S], error)
+	RenderDelta    func(ctx context.Context, p RenderDeltaParams[S]) (delta string, ok bool, err error)
+	ProjectHistory func(ctx context.Context, p ProjectHistoryParams[S]) (HistoryProjection, error)
+	OnItemAppend   func(ctx context.Context, p ItemAppendParams[S]) (*S, error)
+	BeforeToolCall func(ctx context.Context, p ToolCallParams[S]) (ToolDecision[S], error)
+	AfterModelCall func(ctx context.Context, p ModelCallParams[S]) (*S, error)
+	Store          func(ctx context.Context, p StoreParams[S]) (*S, error)
+	OnSpawn        func(ctx context.Context, p SpawnParams[S]) (SpawnResult[S], error)
+	OnReturn       func(ctx context.Context, p ReturnParams[S]) (*S, error)
+	OnComplete     func(ctx context.Context, p CompleteParams[S]) (*S, error)
+	Dispose        func(ctx context.Context, p DisposeParams[S]) error
+}
+
+// RunInfo identifies the run a hook is called for.
+type RunInfo struct {
+	RunID      string
+	ThreadID   string
+	ResourceID string
+	// ParentRunID is set for child runs.
+	ParentRunID string
+}
+
+// InitParams is passed to Init.
+type InitParams struct {
+	Run RunInfo
+	// Storage reads and writes the layer's scoped values. The runtime has
+	// already loaded the "state" value: Stored holds it.
+	Storage LayerStorage
+	// Stored is the persisted state as JSON, nil when none was saved or the
+	// scope is execution. Decode it with json.Unmarshal or use Storage.
+	Stored json.RawMessage
+}
+
+// LayerStorage is the slice of the runtime's store a layer owns: its values
+// under its scope.
+type LayerStorage interface {
+	// Load decodes the value named name into v; found is false when absent.
+	Load(ctx context.Context, name string, v any) (found bool, err error)
+	// Save encodes v as JSON and writes it under name, compare-and-swap
+	// against the revision this session last saw.
+	Save(ctx context.Context, name string, v any) error
+}
+
+// RecallParams is passed to Recall.
+type RecallParams[S any] struct {
+	Run   RunInfo
+	State S
+	// Budget is the layer's allocated token budget (projector.Unlimited
+	// when uncapped). Output past it is cut by the runtime.
+	Budget int
+	// Turn counts assemblies in the run, from 0.
+	Turn int
+	// History is the run's full item log, newest last. Read only.
+	History []Item
+	// Visible is the part of History the projection will show, when known
+	// from the previous assembly.
+	Visible []Item
+}
+
+// Recall is what a layer contributes to one assembly. The zero value
+// contributes nothing.
+type Recall[S any] struct {
+	// Items are rendered in the layer's band.
+	Items []Item
+	// Text is the shorthand: when Items is empty and Text is not, the
+	// runtime wraps Text in a developer message.
+	Text string
+	// Tokens is the layer's own count of its items; 0 lets the runtime
+	// count them.
+	Tokens int
+	// State, when not nil, commits new state. Such a recall changed
+	// something as it rendered, so its output is never pinned: the layer
+	// renders live whatever its placement says.
+	State *S
+}
+
+// Text is the recall shorthand: text wrapped as one developer message, or
+// nothing when text is empty.
+func Text[S any](text string) (Recall[S], error) { return Recall[S]{Text: text}, nil }
+
+// RenderDeltaParams is passed to RenderDelta with the pinned and the fresh
+// output of the layer.
+type RenderDeltaParams[S any] struct {
+	State S
+	Prev  []Item
+	Next  []Item
+}
+
+// ProjectHistoryParams is passed to ProjectHistory.
+type ProjectHistoryParams[S any] struct {
+	State   S
+	History []Item
+	// Turn counts assemblies in the run.
+	Turn int
+}
+
+// ItemAppendParams is passed to OnItemAppend for each item recorded.
+type ItemAppendParams[S any] struct {
+	Run   RunInfo
+	State S
+	Item  Item
+	// Index is the item's position in the run's log.
+	Index int
+}
+
+// ToolCallParams is passed to BeforeToolCall.
+type ToolCallParams[S any] struct {
+	Run   RunInfo
+	State S
+	Call  Item
+}
+
+// Verdict is a layer's decision on a tool call.
+type Verdict string
+
+// Verdicts. The zero value allows.
+const (
+	Allow Verdict = ""
+	Deny  Verdict = "deny"
+)
+
+// ToolDecision is BeforeToolCall's answer.
+type ToolDecision[S any] struct {
+	Verdict Verdict
+	// Reason explains a denial; it becomes the call's output.
+	Reason string
+	// Arguments, when not empty, replace the call's arguments.
+	Arguments string
+	State     *S
+}
+
+// ModelCallParams is passed to AfterModelCall with what the model wrote.
+type ModelCallParams[S any] struct {
+	Run      RunInfo
+	State    S
+	NewItems []Item
+}
+
+// StoreParams is passed to Store after a model call's items are recorded.
+type StoreParams[S any] struct {
+	Run      RunInfo
+	State    S
+	NewItems []Item
+	History  []Item
+}
+
+// SpawnParams is passed to OnSpawn on the parent's layers.
+type SpawnParams[S any] struct {
+	Parent RunInfo
+	Child  RunInfo
+	State  S
+}
+
+// SpawnResult seeds the child's instance of the same layer.
+type SpawnResult[S any] struct {
+	// ChildState, when not nil, is the child's initial state for this
+	// layer instead of its own init.
+	ChildState *S
+	State      *S
+}
+
+// ReturnParams is passed to OnReturn on the parent's layers.
+type ReturnParams[S any] struct {
+	Parent RunInfo
+	Child  RunInfo
+	State  S
+	// ChildState is the child's final state of the same layer, if the
+	// child ran it.
+	ChildState *S
+	// Result is the child's final items.
+	Result []Item
+}
+
+// CompleteParams is passed to OnComplete.
+type CompleteParams[S any] struct {
+	Run     RunInfo
+	State   S
+	Log     []Item
+	Outcome string
+}
+
+// DisposeParams is passed to Dispose.
+type DisposeParams[S any] struct {
+	Run   RunInfo
+	State S
+}

@@ -1,0 +1,267 @@
+package core
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/stratamem/strata/projector"
+	"github.com/stratamem/strata/storage"
+	"github.com/stratamem/strata/tokens"
+)
+
+// Policy holds a view to a hard token budget; see projector.Policy.
+type Policy = projector.Policy[Item]
+
+// Overflow strategies, re-exported from projector.
+const (
+	OverflowTruncate      = projector.OverflowTruncate
+	OverflowSlidingWindow = projector.OverflowSlidingWindow
+	OverflowSummarize     = projector.OverflowSummarize
+)
+
+// Band names a part of the view; see projector.Band.
+type Band = projector.Band
+
+// The bands of a view, in order.
+const (
+	BandSystem  = projector.BandSystem
+	BandAnchor  = projector.BandAnchor
+	BandHistory = projector.BandHistory
+	BandLive    = projector.BandLive
+	BandUpdates = projector.BandUpdates
+	BandTail    = projector.BandTail
+)
+
+// Unlimited is the budget of an uncapped layer or pool.
+const Unlimited = projector.Unlimited
+
+// ItemOverhead is the token count the runtime adds to each item's text for
+// the framing a provider wraps around it (role, separators). It keeps
+// budgets honest for many short items.
+const ItemOverhead = 3
+
+// Config configures a Runtime. The zero value works: no layers, an
+// in-memory store, the fast token estimate and no budget.
+type Config struct {
+	// Layers are the context layers, in any order: slot and band order
+	// them in the view.
+	Layers []AnyLayer
+	// System is the system prompt, first in every view and never dropped.
+	System []Item
+	// Store persists thread, resource and global state. Nil means an
+	// in-memory store, which forgets everything with the process.
+	Store storage.Store
+	// Tokenizer counts tokens. Nil means tokens.Estimate().
+	Tokenizer tokens.Tokenizer
+	// Policy holds each view to a hard token budget. Nil means no limit.
+	Policy *Policy
+	// LayerPool is the token pool the layer budgets split. Zero means half
+	// of what the policy leaves after the system prompt, or unlimited
+	// without a policy.
+	LayerPool int
+	// Timeouts override DefaultTimeouts for every layer that sets none.
+	Timeouts Timeouts
+	// Logger receives diagnostics. Nil discards them (they are still in
+	// the usage report).
+	Logger *slog.Logger
+	// Cache configures prompt-cache anchoring.
+	Cache CacheConfig
+}
+
+// Runtime holds validated configuration and starts sessions. It is safe
+// for concurrent use; sessions are not.
+type Runtime struct {
+	cfg        Config
+	layers     []AnyLayer // sorted by slot, then id
+	specs      []LayerSpec
+	budgets    []int
+	pool       int
+	logger     *slog.Logger
+	counter    *tokens.Cache
+	store      storage.Store
+	system     []projector.Entry[Item]
+	functions  map[string]int // "layer/fn" -> layer index
+	tools      []FunctionSpec
+	ownedStore bool
+}
+
+// NewRuntime validates cfg and returns a runtime. Invalid configuration
+// fails here with a *ConfigError naming the field.
+func NewRuntime(cfg Config) (*Runtime, error) {
+	rt := &Runtime{cfg: cfg, logger: cfg.Logger, store: cfg.Store, functions: map[string]int{}}
+	if rt.logger == nil {
+		rt.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if rt.store == nil {
+		rt.store = storage.NewMemory()
+		rt.ownedStore = true
+	}
+	tk := cfg.Tokenizer
+	if tk == nil {
+		tk = tokens.Estimate()
+	}
+	rt.counter = tokens.NewCache(tk, 0)
+	if cfg.Policy != nil {
+		if err := cfg.Policy.Validate(); err != nil {
+			field := "Policy"
+			if pe, ok := err.(*projector.PolicyError); ok {
+				field = "Policy." + pe.Field
+			}
+			return nil, &ConfigError{Code: CodeInvalidPolicy, Field: field, Reason: err.Error()}
+		}
+	}
+	if err := cfg.Cache.validate(); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for k, l := range cfg.Layers {
+		if l == nil {
+			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Layers[%d]", k), Reason: "nil layer"}
+		}
+		spec := l.Spec()
+		if err := validateSpec(spec); err != nil {
+			return nil, err
+		}
+		if seen[spec.ID] {
+			return nil, &ConfigError{Code: CodeDuplicateLayerID, Layer: spec.ID, Field: "ID", Reason: "two layers share this id"}
+		}
+		seen[spec.ID] = true
+	}
+	rt.layers = append([]AnyLayer(nil), cfg.Layers...)
+	sort.SliceStable(rt.layers, func(a, b int) bool {
+		sa, sb := rt.layers[a].Spec(), rt.layers[b].Spec()
+		if sa.Slot != sb.Slot {
+			return sa.Slot < sb.Slot
+		}
+		return sa.ID < sb.ID
+	})
+	for k, l := range rt.layers {
+		spec := l.Spec()
+		rt.specs = append(rt.specs, spec)
+		for _, f := range spec.Functions {
+			name := spec.ID + "/" + f.Name
+			if _, dup := rt.functions[name]; dup {
+				return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "Functions", Reason: fmt.Sprintf("function %q declared twice", f.Name)}
+			}
+			rt.functions[name] = k
+			params := f.Parameters
+			if len(params) == 0 {
+				params = []byte(`{"type":"object"}`)
+			}
+			rt.tools = append(rt.tools, FunctionSpec{Name: name, Description: f.Description, Parameters: canonicalJSON(params)})
+		}
+	}
+	sort.Slice(rt.tools, func(a, b int) bool { return rt.tools[a].Name < rt.tools[b].Name })
+
+	sysTokens := 0
+	for _, it := range cfg.System {
+		if err := it.Validate(); err != nil {
+			return nil, &ConfigError{Code: CodeInvalidLayer, Field: "System", Reason: err.Error()}
+		}
+		e := rt.entry(it)
+		sysTokens += e.Tokens
+		rt.system = append(rt.system, e)
+	}
+	rt.pool = cfg.LayerPool
+	switch {
+	case cfg.LayerPool < 0:
+		return nil, &ConfigError{Code: CodeInvalidBudgetInput, Field: "LayerPool", Reason: fmt.Sprintf("negative (%d)", cfg.LayerPool)}
+	case cfg.LayerPool == 0 && cfg.Policy != nil:
+		rt.pool = max(0, (cfg.Policy.Available()-sysTokens)/2)
+	case cfg.LayerPool == 0:
+		rt.pool = Unlimited
+	}
+	budgets := make([]Budget, len(rt.specs))
+	for k, s := range rt.specs {
+		budgets[k] = s.Budget
+	}
+	alloc, err := Allocate(rt.pool, budgets)
+	if err != nil {
+		return nil, err
+	}
+	rt.budgets = alloc.Tokens
+	return rt, nil
+}
+
+func validateSpec(s LayerSpec) error {
+	bad := func(code ErrorCode, field, reason string) error {
+		return &ConfigError{Code: code, Layer: s.ID, Field: field, Reason: reason}
+	}
+	if s.ID == "" {
+		return bad(CodeInvalidLayer, "ID", "empty")
+	}
+	if strings.ContainsAny(s.ID, "/ \t\n") {
+		return bad(CodeInvalidLayer, "ID", "must not contain '/' or white space")
+	}
+	switch s.Scope {
+	case ScopeThread, ScopeResource, ScopeGlobal, ScopeExecution:
+	default:
+		return bad(CodeInvalidLayer, "Scope", fmt.Sprintf("unknown scope %q", s.Scope))
+	}
+	switch s.Placement {
+	case PlacementAuto, PlacementAnchor, PlacementLive:
+	default:
+		return bad(CodeInvalidLayer, "Placement", fmt.Sprintf("unknown placement %q", s.Placement))
+	}
+	switch s.OnInitError {
+	case InitErrorThrow, InitErrorDisable:
+	default:
+		return bad(CodeInvalidLayer, "OnInitError", fmt.Sprintf("unknown policy %q", s.OnInitError))
+	}
+	switch s.RecallMode {
+	case RecallAtomic, RecallEventual:
+	default:
+		return bad(CodeInvalidLayer, "RecallMode", fmt.Sprintf("unknown mode %q", s.RecallMode))
+	}
+	if err := s.Budget.Validate(); err != nil {
+		ce := err.(*ConfigError)
+		ce.Layer = s.ID
+		return ce
+	}
+	for _, f := range s.Functions {
+		if f.Name == "" || strings.ContainsAny(f.Name, "/ \t\n") {
+			return bad(CodeInvalidLayer, "Functions", fmt.Sprintf("function name %q must be non-empty without '/' or white space", f.Name))
+		}
+	}
+	return nil
+}
+
+// Layers returns the layer specs in slot order.
+func (rt *Runtime) Layers() []LayerSpec { return append([]LayerSpec(nil), rt.specs...) }
+
+// Budgets returns each layer's allocated token budget, by layer id.
+func (rt *Runtime) Budgets() map[string]int {
+	out := make(map[string]int, len(rt.specs))
+	for k, s := range rt.specs {
+		out[s.ID] = rt.budgets[k]
+	}
+	return out
+}
+
+// Store returns the runtime's state store.
+func (rt *Runtime) Store() storage.Store { return rt.store }
+
+// Tokenizer returns the runtime's token counter (memoised).
+func (rt *Runtime) Tokenizer() tokens.Tokenizer { return rt.counter }
+
+// entry counts an item once and wraps it for the projector.
+func (rt *Runtime) entry(it Item) projector.Entry[Item] {
+	e := projector.Entry[Item]{Item: it, Tokens: rt.counter.Count(it.Text()) + ItemOverhead}
+	if it.CallID != "" {
+		e.Group = it.CallID
+		e.Opens = it.Type == TypeFunctionCall
+	}
+	return e
+}
+
+// CountItems returns the token count of items as the runtime counts them.
+func (rt *Runtime) CountItems(items []Item) int {
+	n := 0
+	for _, it := range items {
+		n += rt.entry(it).Tokens
+	}
+	return n
+}

@@ -1,0 +1,466 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/stratamem/strata/projector"
+	"github.com/stratamem/strata/storage"
+)
+
+// RunOptions identify a run.
+type RunOptions struct {
+	// RunID names the run; empty means a random id. It is never rendered.
+	RunID string
+	// ThreadID keys thread-scoped state; required when a layer has thread
+	// scope.
+	ThreadID string
+	// ResourceID keys resource-scoped state (a user, an account); required
+	// when a layer has resource scope.
+	ResourceID string
+	// History seeds the run's log with earlier items of the thread.
+	History []Item
+}
+
+// Session is one agent run on one thread and resource. It owns the run's
+// item log and drives the layers' hooks:
+//
+//	Start (init) -> Assemble (recall, projectHistory) -> host calls the
+//	model -> Record (onItemAppend, afterModelCall, store) -> ... ->
+//	Complete (onComplete, dispose)
+//
+// A Session is not safe for concurrent use: one run is one sequence of
+// turns. Hooks run on their own goroutines under their timeouts.
+type Session struct {
+	rt     *Runtime
+	info   RunInfo
+	parent *Session
+	child  bool
+
+	insts   []instance // one per runtime layer, same order
+	states  []layerRun
+	log     []projector.Entry[Item]
+	items   []Item // the same log as plain items, for hooks
+	stored  int    // log index of the first item not yet given to Store
+	turn    int
+	visible int // log index of the first item the last view showed
+
+	mu          sync.Mutex // guards diagnostics (written from diagnose)
+	diagnostics []Diagnostic
+
+	revs     map[storage.Key]int64
+	last     *Usage
+	disposed bool
+}
+
+// layerRun is the per-session bookkeeping of one layer.
+type layerRun struct {
+	disabled bool
+	// out is the layer's last rendered output, served again by an eventual
+	// recall that has not answered yet.
+	out     []projector.Entry[Item]
+	pending *pendingHook[recallOutput]
+}
+
+// Start begins a run: it loads each durable layer's state and runs the
+// init hooks in slot order. An init failure aborts with a *HookError unless
+// the layer says InitErrorDisable.
+func (rt *Runtime) Start(ctx context.Context, opts RunOptions) (*Session, error) {
+	s, err := rt.newSession(opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.initLayers(ctx, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error) {
+	for _, spec := range rt.specs {
+		switch {
+		case spec.Scope == ScopeThread && opts.ThreadID == "":
+			return nil, &ConfigError{Code: CodeInvalidRun, Layer: spec.ID, Field: "RunOptions.ThreadID", Reason: "thread-scoped layer needs a thread id"}
+		case spec.Scope == ScopeResource && opts.ResourceID == "":
+			return nil, &ConfigError{Code: CodeInvalidRun, Layer: spec.ID, Field: "RunOptions.ResourceID", Reason: "resource-scoped layer needs a resource id"}
+		}
+	}
+	if opts.RunID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		opts.RunID = "run-" + hex.EncodeToString(b[:])
+	}
+	s := &Session{
+		rt:     rt,
+		info:   RunInfo{RunID: opts.RunID, ThreadID: opts.ThreadID, ResourceID: opts.ResourceID},
+		parent: parent,
+		child:  parent != nil,
+		revs:   map[storage.Key]int64{},
+		states: make([]layerRun, len(rt.layers)),
+	}
+	if parent != nil {
+		s.info.ParentRunID = parent.info.RunID
+	}
+	for _, it := range opts.History {
+		if err := it.Validate(); err != nil {
+			return nil, &ConfigError{Code: CodeInvalidRun, Field: "RunOptions.History", Reason: err.Error()}
+		}
+		s.log = append(s.log, rt.entry(it))
+		s.items = append(s.items, it)
+	}
+	s.stored = len(s.items)
+	for _, l := range rt.layers {
+		s.insts = append(s.insts, l.newInstance(s))
+	}
+	return s, nil
+}
+
+func (s *Session) initLayers(ctx context.Context, seeds []any) error {
+	for k, inst := range s.insts {
+		spec := inst.spec()
+		var stored json.RawMessage
+		var seed any
+		if seeds != nil {
+			seed = seeds[k]
+		}
+		if st := s.layerStorage(*spec); st != nil && seed == nil {
+			var raw json.RawMessage
+			found, err := st.Load(ctx, "state", &raw)
+			if err != nil {
+				err = &HookError{Layer: spec.ID, Hook: "init", Kind: KindError, Err: fmt.Errorf("load state: %w", err)}
+				if spec.OnInitError != InitErrorDisable {
+					return err
+				}
+				s.disable(k, err)
+				continue
+			}
+			if found {
+				stored = raw
+			}
+		}
+		if err := inst.init(ctx, stored, seed); err != nil {
+			if spec.OnInitError != InitErrorDisable {
+				return err
+			}
+			s.disable(k, err)
+		}
+	}
+	return nil
+}
+
+func (s *Session) disable(k int, err error) {
+	s.states[k].disabled = true
+	kind := KindError
+	var he *HookError
+	if errors.As(err, &he) {
+		kind = he.Kind
+	}
+	s.diagnose(s.insts[k].spec().ID, "init", kind, err)
+}
+
+// Run returns the run's identity.
+func (s *Session) Run() RunInfo { return s.info }
+
+// Items returns the run's item log. Do not modify it.
+func (s *Session) Items() []Item { return s.items }
+
+// Turn is the number of assemblies so far.
+func (s *Session) Turn() int { return s.turn }
+
+// Diagnostics returns every diagnostic of the run so far.
+func (s *Session) Diagnostics() []Diagnostic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Diagnostic(nil), s.diagnostics...)
+}
+
+// LastUsage is the usage report of the last assembly, nil before the
+// first.
+func (s *Session) LastUsage() *Usage { return s.last }
+
+// Tools lists the functions the layers provide, sorted by name, with their
+// JSON schemas. Offer them to the model; route calls with CallFunction.
+func (s *Session) Tools() []FunctionSpec {
+	out := make([]FunctionSpec, 0, len(s.rt.tools))
+	for _, t := range s.rt.tools {
+		if !s.states[s.rt.functions[t.Name]].disabled {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Append records items the host adds to the log (user input, tool
+// outputs) and runs onItemAppend for each. Invalid items are rejected
+// whole: nothing is appended.
+func (s *Session) Append(ctx context.Context, items ...Item) error {
+	if s.disposed {
+		return ErrDisposed
+	}
+	for _, it := range items {
+		if err := it.Validate(); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, it := range items {
+		s.log = append(s.log, s.rt.entry(it))
+		s.items = append(s.items, it)
+		idx := len(s.items) - 1
+		for k, inst := range s.insts {
+			if s.states[k].disabled {
+				continue
+			}
+			if err := inst.onItemAppend(ctx, it, idx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Record records what the model wrote in one call: it appends the items
+// (onItemAppend), then runs afterModelCall with them and store with every
+// item recorded since the previous Record.
+func (s *Session) Record(ctx context.Context, items ...Item) error {
+	if err := s.Append(ctx, items...); err != nil {
+		return err
+	}
+	newItems := s.items[s.stored:]
+	s.stored = len(s.items)
+	var errs []error
+	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			continue
+		}
+		if err := inst.afterModelCall(ctx, items); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			continue
+		}
+		if err := inst.store(ctx, newItems, s.items); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ToolDecisionResult is the layers' combined answer on a tool call.
+type ToolDecisionResult struct {
+	// Allowed is false when a layer denied the call.
+	Allowed bool
+	// DeniedBy and Reason name the layer that denied and why.
+	DeniedBy string
+	Reason   string
+	// Call is the call to run, with arguments rewritten by layers.
+	Call Item
+	// Output is the function_call_output to record for a denied call.
+	Output Item
+}
+
+// BeforeToolCall asks every layer about a tool call, in slot order. The
+// first denial wins; a layer may rewrite the arguments for the next.
+func (s *Session) BeforeToolCall(ctx context.Context, call Item) (ToolDecisionResult, error) {
+	if s.disposed {
+		return ToolDecisionResult{}, ErrDisposed
+	}
+	if call.Type != TypeFunctionCall {
+		return ToolDecisionResult{}, fmt.Errorf("%w: BeforeToolCall needs a function_call", ErrInvalidItem)
+	}
+	res := ToolDecisionResult{Allowed: true, Call: call}
+	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			continue
+		}
+		verdict, reason, args, err := inst.beforeToolCall(ctx, res.Call)
+		if err != nil {
+			return res, err
+		}
+		if args != "" {
+			res.Call.Arguments = args
+		}
+		if verdict == Deny {
+			res.Allowed = false
+			res.DeniedBy = inst.spec().ID
+			res.Reason = reason
+			res.Output = FunctionCallOutput(call.CallID, fmt.Sprintf("Call to %s denied by %s: %s", call.Name, res.DeniedBy, reason))
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+// IsFunction reports whether name is a function a layer provides.
+func (s *Session) IsFunction(name string) bool {
+	_, ok := s.rt.functions[name]
+	return ok
+}
+
+// CallFunction runs a call to a provided function ("layer/fn") and
+// returns the function_call_output to record. Arguments the function
+// rejects produce an output that tells the model what was wrong, with
+// state unchanged. Unknown names give ErrUnknownFunction and an output
+// saying so.
+func (s *Session) CallFunction(ctx context.Context, call Item) (Item, error) {
+	if s.disposed {
+		return Item{}, ErrDisposed
+	}
+	k, ok := s.rt.functions[call.Name]
+	if !ok || s.states[k].disabled {
+		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown function %q", call.Name)),
+			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
+	}
+	fn := call.Name[strings.IndexByte(call.Name, '/')+1:]
+	out, err := s.insts[k].callFunction(ctx, fn, call)
+	if err != nil {
+		var he *HookError
+		if errors.As(err, &he) {
+			return FunctionCallOutput(call.CallID, "error: "+he.Err.Error()), nil
+		}
+		return FunctionCallOutput(call.CallID, "error: the call could not be applied"), err
+	}
+	return FunctionCallOutput(call.CallID, out), nil
+}
+
+// Complete ends the run: onComplete on every layer (its returned state is
+// persisted), then dispose. The session is unusable afterwards.
+func (s *Session) Complete(ctx context.Context, outcome string) error {
+	if s.disposed {
+		return ErrDisposed
+	}
+	var errs []error
+	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			continue
+		}
+		if err := inst.onComplete(ctx, s.items, outcome); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.dispose(ctx)
+	return errors.Join(errs...)
+}
+
+// Close disposes the session without completing it (an aborted run).
+// Closing twice is a no-op.
+func (s *Session) Close(ctx context.Context) error {
+	if !s.disposed {
+		s.dispose(ctx)
+	}
+	return nil
+}
+
+func (s *Session) dispose(ctx context.Context) {
+	for k, inst := range s.insts {
+		if !s.states[k].disabled {
+			_ = inst.dispose(ctx)
+		}
+	}
+	s.disposed = true
+}
+
+// SpawnOptions configure a child run.
+type SpawnOptions struct {
+	RunID string
+	// History seeds the child's log.
+	History []Item
+}
+
+// Spawn starts a child run on the same thread and resource. Each parent
+// layer's onSpawn may seed the child's instance of that layer; the others
+// init as usual. A child never persists scoped state: what it learned
+// reaches the parent through Return and onReturn.
+func (s *Session) Spawn(ctx context.Context, opts SpawnOptions) (*Session, error) {
+	if s.disposed {
+		return nil, ErrDisposed
+	}
+	child, err := s.rt.newSession(RunOptions{RunID: opts.RunID, ThreadID: s.info.ThreadID, ResourceID: s.info.ResourceID, History: opts.History}, s)
+	if err != nil {
+		return nil, err
+	}
+	seeds := make([]any, len(s.insts))
+	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			child.states[k].disabled = true
+			continue
+		}
+		seed, err := inst.onSpawn(ctx, child.info)
+		if err != nil {
+			return nil, err
+		}
+		if seed == nil {
+			// No seed: the child starts from the parent's current state.
+			seed = inst.stateValue()
+		}
+		seeds[k] = seed
+	}
+	if err := child.initLayers(ctx, seeds); err != nil {
+		return nil, err
+	}
+	return child, nil
+}
+
+// Return hands a child's result back: onReturn runs on the parent's
+// layers with the child's final state of each layer. The child is
+// completed first if it was not.
+func (s *Session) Return(ctx context.Context, child *Session, result []Item) error {
+	if s.disposed {
+		return ErrDisposed
+	}
+	if child == nil || child.parent != s {
+		return fmt.Errorf("core: Return: not a child of this session")
+	}
+	var errs []error
+	if !child.disposed {
+		errs = append(errs, child.Complete(ctx, "returned"))
+	}
+	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			continue
+		}
+		var ci instance
+		if !child.states[k].disabled {
+			ci = child.insts[k]
+		}
+		if err := inst.onReturn(ctx, child.info, ci, result); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// State returns the current state of the layer with id, typed. ok is false
+// when no such layer exists or its state has another type.
+func State[S any](s *Session, layerID string) (S, bool) {
+	var zero S
+	for _, inst := range s.insts {
+		if inst.spec().ID == layerID {
+			v, ok := inst.stateValue().(S)
+			if !ok {
+				return zero, false
+			}
+			return v, true
+		}
+	}
+	return zero, false
+}
+
+// SetState replaces the state of the layer with id (persisting it for the
+// durable scopes). The next recall sees it.
+func SetState[S any](ctx context.Context, s *Session, layerID string, v S) error {
+	for _, inst := range s.insts {
+		if inst.spec().ID == layerID {
+			return inst.setStateValue(ctx, v)
+		}
+	}
+	return fmt.Errorf("core: no layer %q", layerID)
+}

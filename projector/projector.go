@@ -1,0 +1,378 @@
+// Package projector assembles the model's view from its bands.
+//
+// It is the pure heart of strata's assembly: no I/O, no clock, no
+// dependency on the rest of the module. It is generic over the item type so
+// that the runtime (package core) can hand it its own items together with
+// their token counts, and so that custom context backends can reuse it.
+//
+// The view is the concatenation of six bands, in this order:
+//
+//	[system][anchor layers][history][live layers][context updates][tail]
+//
+// With no Policy the bands are concatenated as they are. With a Policy the
+// view is held to a hard token budget (TokenBudget - ResponseReserve),
+// claimed in this order: system, anchor, live, tail, then the context
+// updates (all of them or none, since a dropped update would leave the model
+// reading a block known to be stale), with history taking what remains and
+// keeping its most recent items. A function call is never separated from
+// its output: entries that share a Group are kept or dropped together.
+package projector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Entry is one item with the facts the projector needs about it.
+type Entry[T any] struct {
+	Item T
+	// Tokens is the item's token count, counted once by the caller.
+	Tokens int
+	// Group ties entries that must be kept or dropped together, such as a
+	// function call and its output (the call id). Empty means alone.
+	Group string
+	// Opens marks the first entry of a group (the function call). Entries
+	// of a group whose opener is dropped are dropped too.
+	Opens bool
+}
+
+// Band names one part of the view.
+type Band int
+
+// The bands of a view, in order.
+const (
+	BandSystem Band = iota
+	BandAnchor
+	BandHistory
+	BandLive
+	BandUpdates
+	BandTail
+	numBands
+)
+
+var bandNames = [...]string{"system", "anchor", "history", "live", "updates", "tail"}
+
+func (b Band) String() string {
+	if b < 0 || b >= numBands {
+		return fmt.Sprintf("band(%d)", int(b))
+	}
+	return bandNames[b]
+}
+
+// Input holds the bands to assemble. System, Anchor and History are the
+// required inputs of a single-band view; the others may be nil.
+type Input[T any] struct {
+	System  []Entry[T]
+	Anchor  []Entry[T]
+	History []Entry[T]
+	Live    []Entry[T]
+	Updates []Entry[T]
+	Tail    []Entry[T]
+}
+
+// Overflow says what happens to history that does not fit.
+type Overflow string
+
+// Overflow strategies.
+const (
+	// OverflowTruncate drops the oldest history items that do not fit.
+	OverflowTruncate Overflow = "truncate"
+	// OverflowSlidingWindow keeps at most WindowSize most recent history
+	// items, then truncates to fit the budget.
+	OverflowSlidingWindow Overflow = "sliding_window"
+	// OverflowSummarize replaces the dropped prefix by one summary entry
+	// produced by Policy.Summarize.
+	OverflowSummarize Overflow = "summarize"
+)
+
+// Policy holds the view to a hard token budget.
+type Policy[T any] struct {
+	// TokenBudget is the model's context window in tokens.
+	TokenBudget int
+	// ResponseReserve is kept free for the model's answer.
+	ResponseReserve int
+	// Overflow picks the strategy for history that does not fit. The zero
+	// value means OverflowTruncate.
+	Overflow Overflow
+	// WindowSize caps the history item count for OverflowSlidingWindow.
+	WindowSize int
+	// Summarize turns the dropped history prefix into one entry. It is
+	// required by OverflowSummarize. Returning ok=false keeps the plain
+	// truncation.
+	Summarize func(dropped []Entry[T]) (summary Entry[T], ok bool)
+}
+
+// Validation errors of a Policy. Each is wrapped in a *PolicyError naming
+// the field.
+var ErrInvalidPolicy = errors.New("projector: invalid policy")
+
+// PolicyError names the field of a Policy that is invalid.
+type PolicyError struct {
+	Field  string
+	Reason string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("projector: invalid policy: %s: %s", e.Field, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, ErrInvalidPolicy) match.
+func (e *PolicyError) Unwrap() error { return ErrInvalidPolicy }
+
+// Validate reports the first invalid field of the policy.
+func (p *Policy[T]) Validate() error {
+	switch {
+	case p.TokenBudget <= 0:
+		return &PolicyError{"TokenBudget", fmt.Sprintf("must be positive, got %d", p.TokenBudget)}
+	case p.ResponseReserve < 0:
+		return &PolicyError{"ResponseReserve", fmt.Sprintf("must not be negative, got %d", p.ResponseReserve)}
+	case p.ResponseReserve >= p.TokenBudget:
+		return &PolicyError{"ResponseReserve", fmt.Sprintf("%d leaves nothing of TokenBudget %d", p.ResponseReserve, p.TokenBudget)}
+	case p.WindowSize < 0:
+		return &PolicyError{"WindowSize", fmt.Sprintf("must not be negative, got %d", p.WindowSize)}
+	}
+	switch p.Overflow {
+	case "", OverflowTruncate:
+	case OverflowSlidingWindow:
+		if p.WindowSize == 0 {
+			return &PolicyError{"WindowSize", "sliding_window needs a positive window size"}
+		}
+	case OverflowSummarize:
+		if p.Summarize == nil {
+			return &PolicyError{"Summarize", "summarize overflow needs a summarizer"}
+		}
+	default:
+		return &PolicyError{"Overflow", fmt.Sprintf("unknown strategy %q", p.Overflow)}
+	}
+	return nil
+}
+
+// Available is the number of tokens the view may occupy.
+func (p *Policy[T]) Available() int { return p.TokenBudget - p.ResponseReserve }
+
+// View is an assembled view.
+type View[T any] struct {
+	// Entries is the view in order.
+	Entries []Entry[T]
+	// Bounds[b] is the index in Entries where band b ends (exclusive);
+	// band b starts at Bounds[b-1] (0 for the system band).
+	Bounds [numBands]int
+	// Tokens[b] is the token count of band b.
+	Tokens [numBands]int
+	// HistoryDropped counts history entries left out (including orphans of
+	// a dropped group); HistoryFrom is the index in the input history of
+	// the first kept entry.
+	HistoryDropped int
+	HistoryFrom    int
+	// Summarized is true when the history starts with a summary entry.
+	Summarized bool
+	// LayerDropped counts anchor, live and tail entries left out because
+	// the budget could not hold them.
+	LayerDropped int
+	// UpdatesDropped is true when the context updates did not fit and were
+	// left out as a whole. The runtime re-anchors rather than accept it.
+	UpdatesDropped bool
+}
+
+// Band returns the entries of band b.
+func (v *View[T]) Band(b Band) []Entry[T] {
+	start := 0
+	if b > 0 {
+		start = v.Bounds[b-1]
+	}
+	return v.Entries[start:v.Bounds[b]]
+}
+
+// TotalTokens is the token count of the whole view.
+func (v *View[T]) TotalTokens() int {
+	n := 0
+	for _, t := range v.Tokens {
+		n += t
+	}
+	return n
+}
+
+// Items returns the view's items in order.
+func (v *View[T]) Items() []T {
+	out := make([]T, len(v.Entries))
+	for i := range v.Entries {
+		out[i] = v.Entries[i].Item
+	}
+	return out
+}
+
+// ErrSystemOverBudget is returned when the system band alone exceeds the
+// available budget: nothing can be sent.
+var ErrSystemOverBudget = errors.New("projector: system items exceed the token budget")
+
+// Assemble builds the view. A nil policy concatenates the bands. The policy
+// is assumed valid (see Policy.Validate); Assemble does not call it on the
+// hot path.
+func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
+	var v View[T]
+	total := len(in.System) + len(in.Anchor) + len(in.History) + len(in.Live) + len(in.Updates) + len(in.Tail)
+	v.Entries = make([]Entry[T], 0, total)
+	if policy == nil {
+		v.add(BandSystem, in.System)
+		v.add(BandAnchor, in.Anchor)
+		v.add(BandHistory, in.History)
+		v.add(BandLive, in.Live)
+		v.add(BandUpdates, in.Updates)
+		v.add(BandTail, in.Tail)
+		return v, nil
+	}
+
+	remaining := policy.Available()
+	sys := sum(in.System)
+	if sys > remaining {
+		return v, fmt.Errorf("%w: system %d tokens, available %d", ErrSystemOverBudget, sys, remaining)
+	}
+	remaining -= sys
+	// Claim the layer bands in the specified order, each entry while it fits.
+	anchor, remaining, dropA := claim(in.Anchor, remaining)
+	live, remaining, dropL := claim(in.Live, remaining)
+	tail, remaining, dropT := claim(in.Tail, remaining)
+	v.LayerDropped = dropA + dropL + dropT
+	var updates []Entry[T]
+	if u := sum(in.Updates); u <= remaining {
+		updates = in.Updates
+		remaining -= u
+	} else {
+		v.UpdatesDropped = len(in.Updates) > 0
+	}
+
+	history, from, summarized := fitHistory(in.History, remaining, policy)
+	v.HistoryFrom = from
+	v.Summarized = summarized
+	v.HistoryDropped = len(in.History) - len(history)
+	if summarized {
+		v.HistoryDropped++ // the summary entry is not an input entry
+	}
+
+	v.add(BandSystem, in.System)
+	v.add(BandAnchor, anchor)
+	v.add(BandHistory, history)
+	v.add(BandLive, live)
+	v.add(BandUpdates, updates)
+	v.add(BandTail, tail)
+	return v, nil
+}
+
+func (v *View[T]) add(b Band, entries []Entry[T]) {
+	v.Entries = append(v.Entries, entries...)
+	v.Bounds[b] = len(v.Entries)
+	v.Tokens[b] = sum(entries)
+}
+
+func sum[T any](entries []Entry[T]) int {
+	n := 0
+	for i := range entries {
+		n += entries[i].Tokens
+	}
+	return n
+}
+
+// claim keeps the entries of a layer band that fit, in order. An entry that
+// does not fit is left out; later, smaller ones may still fit. When all fit
+// the input slice is returned as is.
+func claim[T any](entries []Entry[T], remaining int) ([]Entry[T], int, int) {
+	if n := sum(entries); n <= remaining {
+		return entries, remaining - n, 0
+	}
+	kept := make([]Entry[T], 0, len(entries))
+	for _, e := range entries {
+		if e.Tokens <= remaining {
+			kept = append(kept, e)
+			remaining -= e.Tokens
+		}
+	}
+	return kept, remaining, len(entries) - len(kept)
+}
+
+// fitHistory keeps the most recent history that fits in budget, applying
+// the overflow strategy. It returns the kept entries, the index of the
+// first kept input entry and whether a summary leads them.
+func fitHistory[T any](history []Entry[T], budget int, p *Policy[T]) ([]Entry[T], int, bool) {
+	limit := len(history)
+	if p.Overflow == OverflowSlidingWindow && p.WindowSize > 0 && p.WindowSize < limit {
+		limit = p.WindowSize
+	}
+	from := suffixStart(history, budget, limit)
+	if from == 0 {
+		return history, 0, false
+	}
+	if p.Overflow == OverflowSummarize && p.Summarize != nil {
+		if summary, ok := p.Summarize(history[:from]); ok {
+			// Make room for the summary by dropping more of the front.
+			from = suffixStart(history, budget-summary.Tokens, len(history)-from)
+			if summary.Tokens <= budget {
+				kept := keptSuffix(history, from)
+				out := make([]Entry[T], 0, len(kept)+1)
+				out = append(out, summary)
+				out = append(out, kept...)
+				return out, from, true
+			}
+		}
+	}
+	return keptSuffix(history, from), from, false
+}
+
+// suffixStart walks back from the end and returns the index of the first
+// entry of the longest suffix of at most limit entries whose tokens fit.
+func suffixStart[T any](history []Entry[T], budget, limit int) int {
+	if budget < 0 {
+		return len(history)
+	}
+	used, i := 0, len(history)
+	for i > 0 && len(history)-i < limit {
+		t := history[i-1].Tokens
+		if used+t > budget {
+			break
+		}
+		used += t
+		i--
+	}
+	return i
+}
+
+// keptSuffix returns history[from:] without the entries whose group opener
+// lies before from: an output whose call was dropped is dropped too. It
+// walks only the kept part.
+func keptSuffix[T any](history []Entry[T], from int) []Entry[T] {
+	kept := history[from:]
+	if from == 0 {
+		return kept
+	}
+	// Outputs are seen before their openers when walking backwards; any
+	// group still open at the cut lost its opener.
+	var pending map[string]struct{}
+	for i := len(kept) - 1; i >= 0; i-- {
+		e := &kept[i]
+		if e.Group == "" {
+			continue
+		}
+		if e.Opens {
+			delete(pending, e.Group)
+		} else {
+			if pending == nil {
+				pending = make(map[string]struct{})
+			}
+			pending[e.Group] = struct{}{}
+		}
+	}
+	if len(pending) == 0 {
+		return kept
+	}
+	out := make([]Entry[T], 0, len(kept))
+	for _, e := range kept {
+		if _, orphan := pending[e.Group]; orphan && e.Group != "" {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Unlimited is the budget of an uncapped view or layer.
+const Unlimited = math.MaxInt
