@@ -3,32 +3,59 @@ package core
 import (
 	"context"
 	"fmt"
+	"iter"
+	"time"
 
 	"github.com/stratamem/strata/projector"
 )
 
-// View is one assembled model input: the items in band order, with what
-// the provider adapters and the host need to know about them.
+// View is one assembled model input: the items band by band, with what
+// the provider adapters and the host need to know about them. The history
+// band shares memory with the session's log; treat a View as read-only
+// and do not keep it past the next Record.
 type View struct {
-	// Items is the whole view in order.
-	Items []Item
 	// Tools are the provided functions to offer the model, sorted.
 	Tools []FunctionSpec
 	// Turn is the assembly count in the run, from 0.
 	Turn   int
-	bounds [6]int
+	bands  [6][]Item
 	tokens [6]int
 	// Usage is the per-layer report of this assembly.
 	Usage *Usage
 }
 
 // Band returns the items of band b.
-func (v *View) Band(b Band) []Item {
-	start := 0
-	if b > 0 {
-		start = v.bounds[b-1]
+func (v *View) Band(b Band) []Item { return v.bands[b] }
+
+// Items returns the whole view in order, in a new slice.
+func (v *View) Items() []Item {
+	out := make([]Item, 0, v.Len())
+	for _, b := range v.bands {
+		out = append(out, b...)
 	}
-	return v.Items[start:v.bounds[b]]
+	return out
+}
+
+// All iterates over the view in order without copying it.
+func (v *View) All() iter.Seq2[Band, Item] {
+	return func(yield func(Band, Item) bool) {
+		for b, items := range v.bands {
+			for _, it := range items {
+				if !yield(Band(b), it) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Len is the number of items in the view.
+func (v *View) Len() int {
+	n := 0
+	for _, b := range v.bands {
+		n += len(b)
+	}
+	return n
 }
 
 // BandTokens is the token count of band b.
@@ -120,7 +147,7 @@ func (s *Session) Assemble(ctx context.Context) (*View, error) {
 
 	outs := s.recallAll(ctx)
 
-	history := s.projectedHistory(ctx)
+	history, historyItems := s.projectedHistory(ctx)
 
 	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts))}
 	in := projector.Input[Item]{System: rt.system, History: history}
@@ -151,15 +178,20 @@ func (s *Session) Assemble(ctx context.Context) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	view := &View{Items: pv.Items(), Tools: s.Tools(), Turn: s.turn, bounds: pv.Bounds, tokens: pv.Tokens, Usage: usage}
+	view := &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage}
+	for b := range pv.Bands {
+		if Band(b) == BandHistory && pv.HistoryContiguous && historyItems != nil {
+			// The kept history is a suffix of the log: share it.
+			view.bands[b] = historyItems[pv.HistoryFrom:len(historyItems):len(historyItems)]
+			continue
+		}
+		view.bands[b] = itemsOf(pv.Bands[b])
+	}
 	usage.BandTokens = pv.Tokens
 	usage.Total = pv.TotalTokens()
-	usage.HistoryItems = pv.Bounds[BandHistory] - pv.Bounds[BandAnchor]
+	usage.HistoryItems = len(pv.Bands[BandHistory])
 	usage.HistoryDropped = len(s.log) - usage.HistoryItems
-	s.visible = len(s.log) - usage.HistoryItems
-	if s.visible < 0 {
-		s.visible = 0
-	}
+	s.visible = max(0, len(s.log)-usage.HistoryItems)
 	s.mu.Lock()
 	usage.Diagnostics = append([]Diagnostic(nil), s.diagnostics[diagFrom:]...)
 	s.mu.Unlock()
@@ -182,6 +214,29 @@ type layerOutput struct {
 func (s *Session) recallAll(ctx context.Context) []layerOutput {
 	outs := make([]layerOutput, len(s.insts))
 	in := recallInput{turn: s.turn, history: s.items, visible: s.items[min(s.visible, len(s.items)):]}
+	// One deadline per distinct timeout: usually one timer for the phase.
+	type deadline struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+	}
+	var deadlines []struct {
+		d time.Duration
+		deadline
+	}
+	deadlineFor := func(d time.Duration) deadline {
+		for _, x := range deadlines {
+			if x.d == d {
+				return x.deadline
+			}
+		}
+		c, cancel := context.WithTimeout(ctx, d)
+		deadlines = append(deadlines, struct {
+			d time.Duration
+			deadline
+		}{d, deadline{c, cancel}})
+		return deadline{c, cancel}
+	}
+	noop := func() {}
 	for k, inst := range s.insts {
 		st := &s.states[k]
 		outs[k].served = ServedNone
@@ -190,9 +245,22 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 		}
 		if st.pending == nil {
 			in.budget = s.rt.budgets[k]
-			st.pending = inst.startRecall(ctx, in)
+			if inst.spec().RecallMode == RecallEventual {
+				// An eventual recall may outlive this assembly: it gets
+				// its own deadline.
+				c, cancel := context.WithTimeout(ctx, inst.recallTimeout())
+				st.pending = inst.startRecall(c, cancel, in)
+			} else {
+				dl := deadlineFor(inst.recallTimeout())
+				st.pending = inst.startRecall(dl.ctx, noop, in)
+			}
 		}
 	}
+	defer func() {
+		for _, x := range deadlines {
+			x.cancel()
+		}
+	}()
 	collect := func(k int, wait bool) {
 		st := &s.states[k]
 		inst := s.insts[k]
@@ -273,9 +341,21 @@ func (s *Session) renderEntries(spec *LayerSpec, r recallOutput, budget int) ([]
 	return entries, 0
 }
 
+func itemsOf(entries []projector.Entry[Item]) []Item {
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]Item, len(entries))
+	for i := range entries {
+		out[i] = entries[i].Item
+	}
+	return out
+}
+
 // projectedHistory applies the layers' projectHistory hooks in slot order
-// to the log.
-func (s *Session) projectedHistory(ctx context.Context) []projector.Entry[Item] {
+// to the log. It returns the history entries and the same history as
+// items, which share the log's memory.
+func (s *Session) projectedHistory(ctx context.Context) ([]projector.Entry[Item], []Item) {
 	history := s.log
 	items := s.items
 	for k, inst := range s.insts {
@@ -297,5 +377,5 @@ func (s *Session) projectedHistory(ctx context.Context) []projector.Entry[Item] 
 			history[n] = s.rt.entry(it)
 		}
 	}
-	return history
+	return history, items
 }

@@ -22,9 +22,9 @@ func ExampleRuntime_quickStart() {
 		System: []core.Item{core.SystemMessage("You are helpful.")}})
 	sess, _ := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
 	_ = sess.Append(ctx, core.UserMessage("Hello!"))
-	view, _ := sess.Assemble(ctx)                      // send view.Items and view.Tools to your model
+	view, _ := sess.Assemble(ctx)                      // send view.Items() and view.Tools to your model
 	_ = sess.Record(ctx, core.AssistantMessage("Hi!")) // what the model answered
-	fmt.Println(len(view.Items), view.Tokens())
+	fmt.Println(view.Len(), view.Tokens())
 	_ = sess.Complete(ctx, "ok")
 	// Output: 3 20
 }

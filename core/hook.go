@@ -58,6 +58,13 @@ type pendingHook[R any] struct {
 
 func startHook[R any](ctx context.Context, timeout time.Duration, fn func(context.Context) (R, error)) *pendingHook[R] {
 	hctx, cancel := context.WithTimeout(ctx, timeout)
+	return startHookIn(hctx, cancel, fn)
+}
+
+// startHookIn runs fn under an existing deadline context. cancel may be a
+// no-op when the context is shared by several hooks of one phase (one
+// timer for all recalls of an assembly, instead of one each).
+func startHookIn[R any](hctx context.Context, cancel context.CancelFunc, fn func(context.Context) (R, error)) *pendingHook[R] {
 	p := &pendingHook[R]{ch: make(chan hookResult[R], 1), ctx: hctx, cancel: cancel}
 	go func() {
 		var r hookResult[R]

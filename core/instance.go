@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -163,7 +164,8 @@ type instance interface {
 	spec() *LayerSpec
 	init(ctx context.Context, stored json.RawMessage, seed any) error
 	hasRecall() bool
-	startRecall(ctx context.Context, p recallInput) *pendingHook[recallOutput]
+	recallTimeout() time.Duration
+	startRecall(hctx context.Context, cancel context.CancelFunc, p recallInput) *pendingHook[recallOutput]
 	renderDelta(ctx context.Context, prev, next []Item) (string, DiagnosticKind, error)
 	projectHistory(ctx context.Context, history []Item, turn int) (HistoryProjection, bool, error)
 	hasProjectHistory() bool

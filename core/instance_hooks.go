@@ -98,9 +98,13 @@ func guard[S any](ctx context.Context, i *layerInstance[S], hook string, timeout
 
 func (i *layerInstance[S]) hasRecall() bool { return i.layer.Hooks.Recall != nil }
 
-func (i *layerInstance[S]) startRecall(ctx context.Context, in recallInput) *pendingHook[recallOutput] {
+func (i *layerInstance[S]) recallTimeout() time.Duration {
+	return i.timeout(func(t Timeouts) time.Duration { return t.Recall })
+}
+
+func (i *layerInstance[S]) startRecall(hctx context.Context, cancel context.CancelFunc, in recallInput) *pendingHook[recallOutput] {
 	p := RecallParams[S]{Run: i.run(), State: i.state, Budget: in.budget, Turn: in.turn, History: in.history, Visible: in.visible}
-	return startHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Recall }),
+	return startHookIn(hctx, cancel,
 		func(ctx context.Context) (recallOutput, error) {
 			r, err := i.layer.Hooks.Recall(ctx, p)
 			if err != nil {

@@ -250,8 +250,8 @@ func TestInitFailureAbortsUnlessDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, _ := s.Assemble(ctx)
-	if len(v.Items) != 0 || !v.Usage.Layer("f").Disabled {
-		t.Fatalf("disabled layer rendered: %+v", v.Items)
+	if v.Len() != 0 || !v.Usage.Layer("f").Disabled {
+		t.Fatalf("disabled layer rendered: %+v", v.Items())
 	}
 	// A hanging init times out and aborts too.
 	hang := core.Layer[int]{ID: "h", Scope: core.ScopeExecution, Timeouts: core.Timeouts{Init: 20 * time.Millisecond},
@@ -389,7 +389,7 @@ func TestBandsByPlacementAndStatefulRecall(t *testing.T) {
 	_ = s.Append(ctx, core.UserMessage("hi"))
 	v, _ := s.Assemble(ctx)
 	var got []string
-	for _, it := range v.Items {
+	for _, it := range v.Items() {
 		got = append(got, it.Text())
 	}
 	if want := "sys rag hi clock guidance"; strings.Join(got, " ") != want {
@@ -404,7 +404,7 @@ func TestBandsByPlacementAndStatefulRecall(t *testing.T) {
 	_ = s.Append(ctx, core.UserMessage("hi"))
 	v, _ = s.Assemble(ctx)
 	got = got[:0]
-	for _, it := range v.Items {
+	for _, it := range v.Items() {
 		got = append(got, it.Text())
 	}
 	if want := "sys clock guidance rag hi"; strings.Join(got, " ") != want {
@@ -469,7 +469,7 @@ func TestSameStateRendersSameBytes(t *testing.T) {
 		rt, _ := core.NewRuntime(core.Config{Layers: layers, System: []core.Item{core.SystemMessage("s")}})
 		s, _ := rt.Start(ctx, core.RunOptions{History: []core.Item{core.UserMessage("q"), core.FunctionCall("c", "f", `{"b":1,"a":2}`), core.FunctionCallOutput("c", "r")}})
 		v, _ := s.Assemble(ctx)
-		b, err := json.Marshal(v.Items)
+		b, err := json.Marshal(v.Items())
 		if err != nil {
 			t.Fatal(err)
 		}

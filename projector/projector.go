@@ -151,20 +151,23 @@ func (p *Policy[T]) Validate() error {
 // Available is the number of tokens the view may occupy.
 func (p *Policy[T]) Available() int { return p.TokenBudget - p.ResponseReserve }
 
-// View is an assembled view.
+// View is an assembled view, band by band. The bands share memory with
+// the input where nothing was cut, so assembling a long history copies
+// nothing; call Items for one concatenated slice.
 type View[T any] struct {
-	// Entries is the view in order.
-	Entries []Entry[T]
-	// Bounds[b] is the index in Entries where band b ends (exclusive);
-	// band b starts at Bounds[b-1] (0 for the system band).
-	Bounds [numBands]int
+	// Bands[b] holds the entries of band b.
+	Bands [numBands][]Entry[T]
 	// Tokens[b] is the token count of band b.
 	Tokens [numBands]int
-	// HistoryDropped counts history entries left out (including orphans of
-	// a dropped group); HistoryFrom is the index in the input history of
-	// the first kept entry.
+	// HistoryFrom is the index in the input history of the first kept
+	// entry. When HistoryContiguous is true the history band is exactly
+	// the input history from HistoryFrom on (no orphan removed, no
+	// summary), so a caller can map it back to its own items.
+	HistoryFrom       int
+	HistoryContiguous bool
+	// HistoryDropped counts input history entries left out, orphans of a
+	// dropped group included.
 	HistoryDropped int
-	HistoryFrom    int
 	// Summarized is true when the history starts with a summary entry.
 	Summarized bool
 	// LayerDropped counts anchor, live and tail entries left out because
@@ -176,12 +179,15 @@ type View[T any] struct {
 }
 
 // Band returns the entries of band b.
-func (v *View[T]) Band(b Band) []Entry[T] {
-	start := 0
-	if b > 0 {
-		start = v.Bounds[b-1]
+func (v *View[T]) Band(b Band) []Entry[T] { return v.Bands[b] }
+
+// Len is the number of entries in the view.
+func (v *View[T]) Len() int {
+	n := 0
+	for _, b := range v.Bands {
+		n += len(b)
 	}
-	return v.Entries[start:v.Bounds[b]]
+	return n
 }
 
 // TotalTokens is the token count of the whole view.
@@ -193,11 +199,13 @@ func (v *View[T]) TotalTokens() int {
 	return n
 }
 
-// Items returns the view's items in order.
+// Items returns the view's items in order, in a new slice.
 func (v *View[T]) Items() []T {
-	out := make([]T, len(v.Entries))
-	for i := range v.Entries {
-		out[i] = v.Entries[i].Item
+	out := make([]T, 0, v.Len())
+	for _, b := range v.Bands {
+		for i := range b {
+			out = append(out, b[i].Item)
+		}
 	}
 	return out
 }
@@ -211,15 +219,14 @@ var ErrSystemOverBudget = errors.New("projector: system items exceed the token b
 // hot path.
 func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
 	var v View[T]
-	total := len(in.System) + len(in.Anchor) + len(in.History) + len(in.Live) + len(in.Updates) + len(in.Tail)
-	v.Entries = make([]Entry[T], 0, total)
 	if policy == nil {
-		v.add(BandSystem, in.System)
-		v.add(BandAnchor, in.Anchor)
-		v.add(BandHistory, in.History)
-		v.add(BandLive, in.Live)
-		v.add(BandUpdates, in.Updates)
-		v.add(BandTail, in.Tail)
+		v.set(BandSystem, in.System)
+		v.set(BandAnchor, in.Anchor)
+		v.set(BandHistory, in.History)
+		v.set(BandLive, in.Live)
+		v.set(BandUpdates, in.Updates)
+		v.set(BandTail, in.Tail)
+		v.HistoryContiguous = true
 		return v, nil
 	}
 
@@ -245,23 +252,24 @@ func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
 	history, from, summarized := fitHistory(in.History, remaining, policy)
 	v.HistoryFrom = from
 	v.Summarized = summarized
-	v.HistoryDropped = len(in.History) - len(history)
+	kept := len(history)
 	if summarized {
-		v.HistoryDropped++ // the summary entry is not an input entry
+		kept--
 	}
+	v.HistoryDropped = len(in.History) - kept
+	v.HistoryContiguous = !summarized && kept == len(in.History)-from
 
-	v.add(BandSystem, in.System)
-	v.add(BandAnchor, anchor)
-	v.add(BandHistory, history)
-	v.add(BandLive, live)
-	v.add(BandUpdates, updates)
-	v.add(BandTail, tail)
+	v.set(BandSystem, in.System)
+	v.set(BandAnchor, anchor)
+	v.set(BandHistory, history)
+	v.set(BandLive, live)
+	v.set(BandUpdates, updates)
+	v.set(BandTail, tail)
 	return v, nil
 }
 
-func (v *View[T]) add(b Band, entries []Entry[T]) {
-	v.Entries = append(v.Entries, entries...)
-	v.Bounds[b] = len(v.Entries)
+func (v *View[T]) set(b Band, entries []Entry[T]) {
+	v.Bands[b] = entries
 	v.Tokens[b] = sum(entries)
 }
 

@@ -49,7 +49,7 @@ func TestNoPolicyConcatenatesBands(t *testing.T) {
 		t.Fatalf("view = %q", got)
 	}
 	if len(v.Band(projector.BandHistory)) != 2 || v.Tokens[projector.BandHistory] != 2 || v.TotalTokens() != 7 {
-		t.Fatalf("bands = %+v %+v", v.Bounds, v.Tokens)
+		t.Fatalf("bands = %+v %+v", v.Bands, v.Tokens)
 	}
 }
 

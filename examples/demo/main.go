@@ -93,7 +93,7 @@ func scriptedModel(view *core.View, call int) []core.Item {
 	case strings.Contains(last, "Ada"):
 		return []core.Item{core.AssistantMessage("Nice to meet you, Ada.")}
 	case strings.Contains(last, "name"):
-		for _, it := range view.Items {
+		for _, it := range view.Items() {
 			if strings.Contains(it.Text(), "Ada") && it.Role == core.RoleDeveloper {
 				return []core.Item{core.AssistantMessage("You are Ada, and you prefer metric units.")}
 			}
@@ -192,7 +192,7 @@ func describe(it core.Item) string {
 }
 
 func printView(w io.Writer, v *core.View) {
-	fmt.Fprintf(w, "\n--- turn %d: view of %d items, %d tokens ---\n", v.Turn+1, len(v.Items), v.Tokens())
+	fmt.Fprintf(w, "\n--- turn %d: view of %d items, %d tokens ---\n", v.Turn+1, v.Len(), v.Tokens())
 	for _, b := range []core.Band{core.BandSystem, core.BandAnchor, core.BandHistory, core.BandLive, core.BandUpdates, core.BandTail} {
 		items := v.Band(b)
 		if len(items) == 0 {

@@ -1,0 +1,544 @@
+// Package storagetest is the conformance suite every storage.Store
+// implementation must pass. A driver's test calls RunConformance (or Run
+// with a Harness when the store is durable) against the real engine:
+//
+//	func TestConformance(t *testing.T) {
+//		storagetest.Run(t, storagetest.Harness{
+//			New:    func(t *testing.T) storage.Store { ... },
+//			Reopen: func(t *testing.T, old storage.Store) storage.Store { ... },
+//		})
+//	}
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stratamem/strata/storage"
+)
+
+// Harness describes a Store implementation to the suite.
+type Harness struct {
+	// New returns an empty store, isolated from every other store New
+	// returns. The suite closes it; New need not arrange that.
+	New func(t *testing.T) storage.Store
+	// Reopen, when set, returns a new store over the same data as old,
+	// which the suite has already closed. It enables the durability cases.
+	Reopen func(t *testing.T, old storage.Store) storage.Store
+}
+
+// RunConformance runs the suite's non-durability cases.
+func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Store) {
+	Run(t, Harness{New: newStore})
+}
+
+// Run runs every case the harness supports, each as a subtest.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("storagetest: Harness.New is nil")
+	}
+	cases := []struct {
+		name string
+		fn   func(*testing.T, Harness)
+	}{
+		{"CreateAndGet", testCreateAndGet},
+		{"Update", testUpdate},
+		{"StaleRevision", testStaleRevision},
+		{"Delete", testDelete},
+		{"RecreateAfterDelete", testRecreateAfterDelete},
+		{"ScopeIsolation", testScopeIsolation},
+		{"AwkwardKeys", testAwkwardKeys},
+		{"InvalidKeys", testInvalidKeys},
+		{"Values", testValues},
+		{"ValuesAreCopied", testValuesAreCopied},
+		{"ConcurrentIncrements", testConcurrentIncrements},
+		{"ConcurrentCreate", testConcurrentCreate},
+		{"CanceledContext", testCanceledContext},
+		{"Closed", testClosed},
+		{"Reopen", testReopen},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
+	}
+}
+
+func open(t *testing.T, h Harness) storage.Store {
+	t.Helper()
+	s := h.New(t)
+	if s == nil {
+		t.Fatal("Harness.New returned nil")
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+var ctx = context.Background()
+
+func key(scope, id, layer, name string) storage.Key {
+	return storage.Key{Scope: scope, ScopeID: id, Layer: layer, Name: name}
+}
+
+var k1 = key("thread", "thread-1", "scratchpad", "state")
+
+func mustPut(t *testing.T, s storage.Store, k storage.Key, v string, expected int64) int64 {
+	t.Helper()
+	rev, err := s.Put(ctx, k, []byte(v), expected)
+	if err != nil {
+		t.Fatalf("Put(%s, %q, %d): %v", k, v, expected, err)
+	}
+	if rev <= expected || rev <= 0 {
+		t.Fatalf("Put(%s, expected %d) returned revision %d; want a larger positive revision", k, expected, rev)
+	}
+	return rev
+}
+
+func wantEntry(t *testing.T, s storage.Store, k storage.Key, v string, rev int64) {
+	t.Helper()
+	e, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", k, err)
+	}
+	if string(e.Value) != v || e.Revision != rev {
+		t.Fatalf("Get(%s) = %q@%d, want %q@%d", k, e.Value, e.Revision, v, rev)
+	}
+}
+
+func wantNotFound(t *testing.T, s storage.Store, k storage.Key) {
+	t.Helper()
+	e, err := s.Get(ctx, k)
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Get(%s) = %q@%d, %v; want ErrNotFound", k, e.Value, e.Revision, err)
+	}
+}
+
+func wantConflict(t *testing.T, err error, k storage.Key, expected, actual int64) {
+	t.Helper()
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	var ce *storage.ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v (%T), want a *storage.ConflictError in the chain", err, err)
+	}
+	if ce.Key != k || ce.Expected != expected || ce.Actual != actual {
+		t.Fatalf("ConflictError = {%s, expected %d, actual %d}, want {%s, %d, %d}", ce.Key, ce.Expected, ce.Actual, k, expected, actual)
+	}
+}
+
+func testCreateAndGet(t *testing.T, h Harness) {
+	s := open(t, h)
+	wantNotFound(t, s, k1)
+	rev := mustPut(t, s, k1, "v1", 0)
+	wantEntry(t, s, k1, "v1", rev)
+	// Creating again must fail: the key exists now.
+	_, err := s.Put(ctx, k1, []byte("other"), 0)
+	wantConflict(t, err, k1, 0, rev)
+	wantEntry(t, s, k1, "v1", rev)
+	// Putting at a revision to an absent key must fail too.
+	k2 := key("thread", "thread-1", "scratchpad", "absent")
+	_, err = s.Put(ctx, k2, []byte("x"), 3)
+	wantConflict(t, err, k2, 3, 0)
+	wantNotFound(t, s, k2)
+}
+
+func testUpdate(t *testing.T, h Harness) {
+	s := open(t, h)
+	rev := mustPut(t, s, k1, "v1", 0)
+	for i := 2; i <= 5; i++ {
+		next := mustPut(t, s, k1, "v"+strconv.Itoa(i), rev)
+		wantEntry(t, s, k1, "v"+strconv.Itoa(i), next)
+		rev = next
+	}
+}
+
+func testStaleRevision(t *testing.T, h Harness) {
+	s := open(t, h)
+	old := mustPut(t, s, k1, "v1", 0)
+	cur := mustPut(t, s, k1, "v2", old)
+	for _, expected := range []int64{old, cur + 1, -1, 0} {
+		_, err := s.Put(ctx, k1, []byte("lost"), expected)
+		wantConflict(t, err, k1, expected, cur)
+		wantEntry(t, s, k1, "v2", cur)
+	}
+}
+
+func testDelete(t *testing.T, h Harness) {
+	s := open(t, h)
+	old := mustPut(t, s, k1, "v1", 0)
+	cur := mustPut(t, s, k1, "v2", old)
+
+	wantConflict(t, s.Delete(ctx, k1, old), k1, old, cur)
+	wantConflict(t, s.Delete(ctx, k1, 0), k1, 0, cur)
+	wantEntry(t, s, k1, "v2", cur)
+
+	if err := s.Delete(ctx, k1, cur); err != nil {
+		t.Fatalf("Delete at current revision: %v", err)
+	}
+	wantNotFound(t, s, k1)
+	// Deleting what is absent with expected 0 is not an error...
+	if err := s.Delete(ctx, k1, 0); err != nil {
+		t.Fatalf("Delete of absent key with expected 0: %v", err)
+	}
+	// ...but naming a revision it does not have is a conflict.
+	wantConflict(t, s.Delete(ctx, k1, cur), k1, cur, 0)
+	// A stale writer cannot resurrect the deleted value.
+	_, err := s.Put(ctx, k1, []byte("stale"), cur)
+	wantConflict(t, err, k1, cur, 0)
+	wantNotFound(t, s, k1)
+}
+
+// Revisions must keep increasing across delete and re-create: otherwise a
+// writer that read revision N before the delete could overwrite a newer
+// value that happens to carry revision N again (the ABA problem).
+func testRecreateAfterDelete(t *testing.T, h Harness) {
+	s := open(t, h)
+	r1 := mustPut(t, s, k1, "v1", 0)
+	r2 := mustPut(t, s, k1, "v2", r1)
+	if err := s.Delete(ctx, k1, r2); err != nil {
+		t.Fatal(err)
+	}
+	r3 := mustPut(t, s, k1, "v3", 0)
+	if r3 <= r2 {
+		t.Fatalf("revision after delete and re-create is %d, not above the pre-delete %d", r3, r2)
+	}
+	for _, stale := range []int64{r1, r2} {
+		_, err := s.Put(ctx, k1, []byte("stale"), stale)
+		wantConflict(t, err, k1, stale, r3)
+	}
+	wantEntry(t, s, k1, "v3", r3)
+}
+
+// isolationKeys share layer and name but differ in scope or scope id, so a
+// store that ignores either part mixes them up.
+var isolationKeys = []storage.Key{
+	key("thread", "t1", "memory", "state"),
+	key("thread", "t2", "memory", "state"),
+	key("resource", "t1", "memory", "state"),
+	key("resource", "t2", "memory", "state"),
+	key("global", "", "memory", "state"),
+	key("thread", "t1", "memory", "other"),
+	key("thread", "t1", "memory2", "state"),
+}
+
+func testScopeIsolation(t *testing.T, h Harness) {
+	s := open(t, h)
+	putDistinct(t, s, isolationKeys)
+}
+
+// putDistinct writes a different value under each key, checks every key
+// reads its own value, then deletes the first and checks the rest survive.
+func putDistinct(t *testing.T, s storage.Store, keys []storage.Key) {
+	t.Helper()
+	revs := make([]int64, len(keys))
+	for i, k := range keys {
+		wantNotFound(t, s, k) // no earlier key's write is visible here
+		revs[i] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
+	}
+	for i, k := range keys {
+		wantEntry(t, s, k, fmt.Sprintf("value %d", i), revs[i])
+	}
+	if err := s.Delete(ctx, keys[0], revs[0]); err != nil {
+		t.Fatal(err)
+	}
+	wantNotFound(t, s, keys[0])
+	for i, k := range keys[1:] {
+		wantEntry(t, s, k, fmt.Sprintf("value %d", i+1), revs[i+1])
+	}
+}
+
+// awkwardKeys are valid keys that trip naive encodings: separators inside
+// parts (the first two render the same Key.String), path traversal, escape
+// sequences, case-only differences (case-insensitive file systems), long
+// and non-ASCII parts.
+var awkwardKeys = []storage.Key{
+	key("thread", "a/b", "c", "d"),
+	key("thread", "a", "b/c", "d"),
+	key("thread", "..", "..", ".."),
+	key("thread", ".", "layer", "state"),
+	key("thread", "../../etc", "passwd", "state"),
+	key("thread", "a%2Fb", "c", "d"),
+	key("thread", "a.b", "c", "d"),
+	key("thread", "a", "b.c", "d"),
+	key("thread", "A", "layer", "state"),
+	key("thread", "a", "layer", "state"),
+	key("thread", "a", "Layer", "state"),
+	key("thread", "a", "layer", "State"),
+	key("thread", "a b\t\n", "layer", "state"),
+	key("thread", "a", "layer", "state~"),
+	key("thread", "スレッド", "記憶", "状態"),
+	key("thread", "emoji 🧠", "layer", "state"),
+	key("resource", strings.Repeat("r", 1000), "layer", "state"),
+	key("resource", strings.Repeat("r", 999), "layer", "state"),
+	key("resource", strings.Repeat("r", 1000), strings.Repeat("l", 300), "state"),
+	key("resource", "x", "layer", strings.Repeat("ñ", 400)),
+	key("global", "", "a", "b"),
+	key("global", "scoped", "a", "b"),
+	key("global", "", "a\\b", "c"),
+}
+
+func testAwkwardKeys(t *testing.T, h Harness) {
+	s := open(t, h)
+	putDistinct(t, s, awkwardKeys)
+}
+
+func testInvalidKeys(t *testing.T, h Harness) {
+	s := open(t, h)
+	bad := []storage.Key{
+		{},
+		key("", "x", "l", "n"),
+		key("Thread", "x", "l", "n"),
+		key("session", "x", "l", "n"),
+		key("thread", "", "l", "n"),
+		key("resource", "", "l", "n"),
+		key("thread", "x", "", "n"),
+		key("thread", "x", "l", ""),
+		key("global", "", "", "n"),
+	}
+	for _, k := range bad {
+		if _, err := s.Get(ctx, k); !errors.Is(err, storage.ErrInvalidKey) {
+			t.Errorf("Get(%#v) err = %v, want ErrInvalidKey", k, err)
+		}
+		if _, err := s.Put(ctx, k, []byte("v"), 0); !errors.Is(err, storage.ErrInvalidKey) {
+			t.Errorf("Put(%#v) err = %v, want ErrInvalidKey", k, err)
+		}
+		if err := s.Delete(ctx, k, 0); !errors.Is(err, storage.ErrInvalidKey) {
+			t.Errorf("Delete(%#v) err = %v, want ErrInvalidKey", k, err)
+		}
+	}
+}
+
+func testValues(t *testing.T, h Harness) {
+	s := open(t, h)
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	values := map[string][]byte{
+		"nil":    nil,
+		"empty":  {},
+		"binary": all,
+		"json":   []byte(`{"b":[1,2,3],"a":"\u00e9"}`),
+		"big":    big,
+	}
+	for name, v := range values {
+		k := key("resource", "values", "layer", name)
+		rev, err := s.Put(ctx, k, v, 0)
+		if err != nil {
+			t.Fatalf("Put %s: %v", name, err)
+		}
+		e, err := s.Get(ctx, k)
+		if err != nil {
+			t.Fatalf("Get %s: %v", name, err)
+		}
+		if !bytes.Equal(e.Value, v) || e.Revision != rev {
+			t.Fatalf("%s: read back %d bytes @%d, wrote %d bytes @%d", name, len(e.Value), e.Revision, len(v), rev)
+		}
+	}
+}
+
+func testValuesAreCopied(t *testing.T, h Harness) {
+	s := open(t, h)
+	in := []byte("original")
+	rev := mustPut(t, s, k1, string(in), 0)
+	if _, err := s.Put(ctx, k1, in, rev); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Get(ctx, k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(in, "MUTATED!") // the caller reuses its buffer
+	if string(e.Value) != "original" {
+		t.Fatalf("mutating the Put argument changed a returned value: %q", e.Value)
+	}
+	copy(e.Value, "CHANGED!") // the caller scribbles on what it read
+	wantEntry(t, s, k1, "original", e.Revision)
+}
+
+// Eight writers increment one counter 50 times each, re-reading and
+// retrying on conflict. Any lost update leaves the counter below 400.
+func testConcurrentIncrements(t *testing.T, h Harness) {
+	s := open(t, h)
+	const writers, each = 8, 50
+	k := key("resource", "counter", "layer", "state")
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if err := Increment(ctx, s, k); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	e, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(e.Value) != strconv.Itoa(writers*each) {
+		t.Fatalf("counter = %s after %d increments: updates were lost", e.Value, writers*each)
+	}
+}
+
+// Increment adds one to the decimal counter at k with a read,
+// compare-and-swap, retry loop. It is exported for drivers' multi-process
+// tests.
+func Increment(ctx context.Context, s storage.Store, k storage.Key) error {
+	for attempt := 0; ; attempt++ {
+		if attempt > 100000 {
+			return fmt.Errorf("increment %s: no progress after %d attempts", k, attempt)
+		}
+		n, rev := 0, int64(0)
+		e, err := s.Get(ctx, k)
+		switch {
+		case err == nil:
+			if n, err = strconv.Atoi(string(e.Value)); err != nil {
+				return fmt.Errorf("increment %s: stored value %q: %w", k, e.Value, err)
+			}
+			rev = e.Revision
+		case errors.Is(err, storage.ErrNotFound):
+		default:
+			return err
+		}
+		_, err = s.Put(ctx, k, []byte(strconv.Itoa(n+1)), rev)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return err
+		}
+	}
+}
+
+func testConcurrentCreate(t *testing.T, h Harness) {
+	s := open(t, h)
+	const writers = 8
+	k := key("thread", "race", "layer", "state")
+	var wg sync.WaitGroup
+	results := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Put(ctx, k, []byte("writer "+strconv.Itoa(w)), 0)
+			results <- err
+		}()
+	}
+	wg.Wait()
+	close(results)
+	won := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, storage.ErrConflict):
+			t.Fatalf("concurrent create: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d concurrent creates succeeded, want exactly 1", won, writers)
+	}
+}
+
+func testCanceledContext(t *testing.T, h Harness) {
+	s := open(t, h)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Put(cctx, k1, []byte("v"), 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put with canceled context: err = %v, want context.Canceled", err)
+	}
+	wantNotFound(t, s, k1)
+	if _, err := s.Get(cctx, k1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get with canceled context: err = %v, want context.Canceled", err)
+	}
+	rev := mustPut(t, s, k1, "v", 0)
+	if err := s.Delete(cctx, k1, rev); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Delete with canceled context: err = %v, want context.Canceled", err)
+	}
+	wantEntry(t, s, k1, "v", rev)
+}
+
+func testClosed(t *testing.T, h Harness) {
+	s := h.New(t)
+	rev := mustPut(t, s, k1, "v", 0)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := s.Get(ctx, k1); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Get after Close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Put(ctx, k1, []byte("w"), rev); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Put after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Delete(ctx, k1, rev); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Delete after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("second Close: %v, want ErrClosed", err)
+	}
+}
+
+func testReopen(t *testing.T, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("Harness.Reopen not set: store is not durable")
+	}
+	s := h.New(t)
+	keys := append(append([]storage.Key{}, isolationKeys...), awkwardKeys...)
+	revs := make([]int64, len(keys))
+	for i, k := range keys {
+		revs[i] = mustPut(t, s, k, fmt.Sprintf("first %d", i), 0)
+		if i%2 == 0 {
+			revs[i] = mustPut(t, s, k, fmt.Sprintf("second %d", i), revs[i])
+		}
+	}
+	deleted := keys[1]
+	deletedRev := revs[1]
+	if err := s.Delete(ctx, deleted, deletedRev); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = h.Reopen(t, s)
+	if s == nil {
+		t.Fatal("Harness.Reopen returned nil")
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for i, k := range keys {
+		if k == deleted {
+			wantNotFound(t, s, k)
+			continue
+		}
+		want := fmt.Sprintf("first %d", i)
+		if i%2 == 0 {
+			want = fmt.Sprintf("second %d", i)
+		}
+		wantEntry(t, s, k, want, revs[i])
+	}
+	// Compare-and-swap continues from the persisted revisions.
+	k := keys[0]
+	_, err := s.Put(ctx, k, []byte("stale"), revs[0]-1)
+	wantConflict(t, err, k, revs[0]-1, revs[0])
+	mustPut(t, s, k, "third", revs[0])
+	// And the delete's revision history survived too.
+	if r := mustPut(t, s, deleted, "reborn", 0); r <= deletedRev {
+		t.Fatalf("re-created %s at revision %d after reopen, not above the deleted %d", deleted, r, deletedRev)
+	}
+}
