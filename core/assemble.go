@@ -22,6 +22,13 @@ type View struct {
 	tokens [6]int
 	// Usage is the per-layer report of this assembly.
 	Usage *Usage
+	// Breakpoints say where a provider adapter should ask for the cache:
+	// the end of the system prompt, of the anchor band and of history,
+	// never after the volatile bands. None when anchoring is disabled.
+	Breakpoints []Breakpoint
+	// PrefixHash is sha256 over the canonical bytes of the system items
+	// and tool schemas, hex.
+	PrefixHash string
 }
 
 // Band returns the items of band b.
@@ -105,6 +112,16 @@ type LayerUsage struct {
 	// Disabled is true for a layer whose init failed under
 	// InitErrorDisable.
 	Disabled bool
+	// Update is the context-update action published for the layer this
+	// assembly ("replace", "add", "retract"), or "".
+	Update string
+	// ChurnRate is the share of assemblies in which the layer's fresh
+	// output changed.
+	ChurnRate float64
+	// RebillTokens estimates what the layer's changes would have cost had
+	// it not been pinned: each change re-bills its own output and all of
+	// the prefix behind it.
+	RebillTokens int
 }
 
 // Usage is the report of one assembly.
@@ -121,6 +138,8 @@ type Usage struct {
 	// Diagnostics are the hook failures of this assembly and of the calls
 	// since the previous one.
 	Diagnostics []Diagnostic
+	// Epoch describes the cache epoch; nil when anchoring is disabled.
+	Epoch *EpochUsage
 }
 
 // Layer returns the usage of the layer with id, or nil.
@@ -134,8 +153,11 @@ func (u *Usage) Layer(id string) *LayerUsage {
 }
 
 // Assemble runs every layer's recall, projects the history and assembles
-// the view. A failing recall contributes nothing this turn (a diagnostic
-// says why); only a projection that cannot hold the system prompt fails.
+// the view in bands. Anchored layers serve the epoch's pinned bytes; those
+// whose fresh output drifted are published in one context-updates message
+// after the live band. A failing recall contributes nothing this turn (a
+// diagnostic says why); only a projection that cannot hold the system
+// prompt fails.
 func (s *Session) Assemble(ctx context.Context) (*View, error) {
 	if s.disposed {
 		return nil, ErrDisposed
@@ -146,38 +168,71 @@ func (s *Session) Assemble(ctx context.Context) (*View, error) {
 	s.mu.Unlock()
 
 	outs := s.recallAll(ctx)
-
+	hashes := s.observe(outs)
 	history, historyItems := s.projectedHistory(ctx)
 
-	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts))}
-	in := projector.Input[Item]{System: rt.system, History: history}
-	for k, inst := range s.insts {
-		spec := inst.spec()
-		o := outs[k]
-		lu := LayerUsage{LayerID: spec.ID, Slot: spec.Slot, Placement: spec.Placement, Budget: rt.budgets[k],
-			Served: o.served, Disabled: s.states[k].disabled, Band: BandAnchor}
-		live := spec.Placement == PlacementLive || o.stateful
-		if rt.cfg.Cache.Disabled {
-			live = false
+	reanchored := false
+	if !rt.cfg.Cache.Disabled {
+		if reason := s.reanchorReason(outs); reason != "" {
+			s.startEpoch(reason, outs, hashes)
+			reanchored = true
 		}
-		if live {
-			lu.Band = BandLive
-			in.Live = append(in.Live, o.entries...)
-		} else {
-			in.Anchor = append(in.Anchor, o.entries...)
-		}
-		for _, e := range o.entries {
-			lu.Tokens += e.Tokens
-		}
-		lu.Items = len(o.entries)
-		lu.Truncated = o.truncated
-		usage.Layers[k] = lu
 	}
-
+	arr := s.arrange(ctx, outs, hashes)
+	if !rt.cfg.Cache.Disabled && !reanchored && arr.updateTokens > 0 &&
+		float64(arr.updateTokens) > rt.cfg.Cache.pressureLimit(sumTokens(arr.anchor)) {
+		s.startEpoch(ReasonUpdatePressure, outs, hashes)
+		reanchored = true
+		arr = s.arrange(ctx, outs, hashes)
+	}
+	in := projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates}
 	pv, err := projector.Assemble(in, rt.cfg.Policy)
 	if err != nil {
 		return nil, err
 	}
+	if pv.UpdatesDropped {
+		// A dropped update would leave the model reading a block known to
+		// be stale: fold the changes into fresh pins instead.
+		s.startEpoch(ReasonUpdatesOverBudget, outs, hashes)
+		reanchored = true
+		arr = s.arrange(ctx, outs, hashes)
+		in.Anchor, in.Live, in.Updates = arr.anchor, arr.live, arr.updates
+		if pv, err = projector.Assemble(in, rt.cfg.Policy); err != nil {
+			return nil, err
+		}
+	}
+
+	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts))}
+	anchorAfter := sumTokens(arr.anchor)
+	for k, inst := range s.insts {
+		spec := inst.spec()
+		o := outs[k]
+		st := &s.stats[k]
+		lu := LayerUsage{LayerID: spec.ID, Slot: spec.Slot, Placement: spec.Placement, Budget: rt.budgets[k],
+			Served: arr.served[k], Disabled: s.states[k].disabled, Band: BandAnchor, Update: arr.actions[k],
+			ChurnRate: st.churn(), Truncated: o.truncated}
+		entries := o.entries
+		if !rt.cfg.Cache.Disabled {
+			lu.Band = s.epoch.band[k]
+			if lu.Band == BandAnchor {
+				entries = s.epoch.pins[k]
+			}
+		}
+		lu.Tokens = sumTokens(entries)
+		lu.Items = len(entries)
+		if lu.Band == BandAnchor {
+			anchorAfter -= lu.Tokens
+			// Had this layer re-rendered in place, everything after it in
+			// the prefix would have been billed again.
+			if st.changedNow {
+				st.rebill += sumTokens(o.entries) + anchorAfter + s.logTokens
+			}
+		}
+		st.lastBand = lu.Band
+		lu.RebillTokens = st.rebill
+		usage.Layers[k] = lu
+	}
+	s.epoch.age++
 	view := &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage}
 	for b := range pv.Bands {
 		if Band(b) == BandHistory && pv.HistoryContiguous && historyItems != nil {
@@ -186,6 +241,15 @@ func (s *Session) Assemble(ctx context.Context) (*View, error) {
 			continue
 		}
 		view.bands[b] = itemsOf(pv.Bands[b])
+	}
+	if s.prefix == "" {
+		s.prefix = prefixHash(rt.system, view.Tools)
+	}
+	view.PrefixHash = s.prefix
+	if !rt.cfg.Cache.Disabled {
+		view.computeBreakpoints()
+		usage.Epoch = &EpochUsage{ID: s.epoch.id, Age: s.epoch.age, AnchorTokens: pv.Tokens[BandAnchor],
+			UpdateTokens: pv.Tokens[BandUpdates], ReanchorReason: s.epoch.reason, Reanchored: reanchored, Blind: s.feedback.blind}
 	}
 	usage.BandTokens = pv.Tokens
 	usage.Total = pv.TotalTokens()
@@ -198,6 +262,14 @@ func (s *Session) Assemble(ctx context.Context) (*View, error) {
 	s.last = usage
 	s.turn++
 	return view, nil
+}
+
+func sumTokens(entries []projector.Entry[Item]) int {
+	n := 0
+	for i := range entries {
+		n += entries[i].Tokens
+	}
+	return n
 }
 
 // layerOutput is one layer's contribution to an assembly.

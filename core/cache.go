@@ -18,6 +18,21 @@ type CacheConfig struct {
 	// AutoPromoteChurn moves an auto layer back to the anchor band when its
 	// churn is at or below it. Zero means 0.1.
 	AutoPromoteChurn float64
+	// MaxUpdateShare re-anchors when the context updates grow past this
+	// share of the anchor band's tokens: past it, re-billing the prefix
+	// once is cheaper than re-sending the updates every turn. Zero means
+	// 0.5.
+	MaxUpdateShare float64
+	// MinUpdateTokens is a floor under the update-pressure threshold, so a
+	// small anchor band is not re-anchored for every short update. Zero
+	// means 256.
+	MinUpdateTokens int
+	// MinChurnSamples is how many assemblies an auto layer must have been
+	// observed before its churn moves it. Zero means 4.
+	MinChurnSamples int
+	// BlindAfter marks the provider blind after this many consecutive
+	// reports without cache figures, or first-round misses. Zero means 3.
+	BlindAfter int
 }
 
 func (c CacheConfig) validate() error {
@@ -26,6 +41,18 @@ func (c CacheConfig) validate() error {
 	}
 	if c.MaxEpochAssemblies < 0 {
 		return bad("MaxEpochAssemblies", fmt.Sprintf("negative (%d)", c.MaxEpochAssemblies))
+	}
+	if c.MaxUpdateShare < 0 || c.MaxUpdateShare != c.MaxUpdateShare {
+		return bad("MaxUpdateShare", fmt.Sprintf("must be positive, got %v", c.MaxUpdateShare))
+	}
+	if c.MinUpdateTokens < 0 {
+		return bad("MinUpdateTokens", fmt.Sprintf("negative (%d)", c.MinUpdateTokens))
+	}
+	if c.MinChurnSamples < 0 {
+		return bad("MinChurnSamples", fmt.Sprintf("negative (%d)", c.MinChurnSamples))
+	}
+	if c.BlindAfter < 0 {
+		return bad("BlindAfter", fmt.Sprintf("negative (%d)", c.BlindAfter))
 	}
 	d, p := c.demote(), c.promote()
 	if !(d > 0 && d <= 1) {
@@ -56,4 +83,34 @@ func (c CacheConfig) maxAssemblies() int {
 		return 100
 	}
 	return c.MaxEpochAssemblies
+}
+
+func (c CacheConfig) updateShare() float64 {
+	if c.MaxUpdateShare == 0 {
+		return 0.5
+	}
+	return c.MaxUpdateShare
+}
+
+func (c CacheConfig) blindAfter() int {
+	if c.BlindAfter == 0 {
+		return 3
+	}
+	return c.BlindAfter
+}
+
+// pressureLimit is the update size past which the epoch re-anchors.
+func (c CacheConfig) pressureLimit(anchorTokens int) float64 {
+	floor := c.MinUpdateTokens
+	if floor == 0 {
+		floor = 256
+	}
+	return max(float64(floor), c.updateShare()*float64(anchorTokens))
+}
+
+func (c CacheConfig) minChurnSamples() int {
+	if c.MinChurnSamples == 0 {
+		return 4
+	}
+	return c.MinChurnSamples
 }

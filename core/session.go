@@ -57,6 +57,13 @@ type Session struct {
 	revs     map[storage.Key]int64
 	last     *Usage
 	disposed bool
+
+	// Prompt-cache anchoring.
+	epoch     epoch
+	stats     []layerStats
+	feedback  cacheFeedback
+	prefix    string
+	logTokens int
 }
 
 // layerRun is the per-session bookkeeping of one layer.
@@ -103,6 +110,7 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		child:  parent != nil,
 		revs:   map[storage.Key]int64{},
 		states: make([]layerRun, len(rt.layers)),
+		stats:  make([]layerStats, len(rt.layers)),
 	}
 	if parent != nil {
 		s.info.ParentRunID = parent.info.RunID
@@ -111,8 +119,10 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		if err := it.Validate(); err != nil {
 			return nil, &ConfigError{Code: CodeInvalidRun, Field: "RunOptions.History", Reason: err.Error()}
 		}
-		s.log = append(s.log, rt.entry(it))
+		e := rt.entry(it)
+		s.log = append(s.log, e)
 		s.items = append(s.items, it)
+		s.logTokens += e.Tokens
 	}
 	s.stored = len(s.items)
 	for _, l := range rt.layers {
@@ -210,8 +220,10 @@ func (s *Session) Append(ctx context.Context, items ...Item) error {
 	}
 	var errs []error
 	for _, it := range items {
-		s.log = append(s.log, s.rt.entry(it))
+		e := s.rt.entry(it)
+		s.log = append(s.log, e)
 		s.items = append(s.items, it)
+		s.logTokens += e.Tokens
 		idx := len(s.items) - 1
 		for k, inst := range s.insts {
 			if s.states[k].disabled {

@@ -99,8 +99,11 @@ func TestLifecycleOrderAndPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := v.Band(core.BandAnchor); len(got) != 1 || !strings.Contains(got[0].Text(), "buy milk") {
-		t.Fatalf("anchor band = %+v, want the note", got)
+	// The layer had nothing when the epoch pinned it, so its first output
+	// arrives as an "add" context update after history.
+	if got := v.Band(core.BandUpdates); len(got) != 1 || !strings.Contains(got[0].Text(), `<update layer="notes" action="add">`) ||
+		!strings.Contains(got[0].Text(), "buy milk") {
+		t.Fatalf("updates band = %+v, want the note added", got)
 	}
 	if err := s.Complete(ctx, "done"); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,434 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/maphash"
+	"strings"
+
+	"github.com/stratamem/strata/projector"
+)
+
+// Re-anchor reasons, as reported in EpochUsage.ReanchorReason.
+const (
+	// ReasonInitial: the run's first assembly.
+	ReasonInitial = "initial"
+	// ReasonCacheMiss: the provider reported a miss on the first round of
+	// a call; the cache is already lost.
+	ReasonCacheMiss = "cache-miss"
+	// ReasonMaxAge: the epoch reached CacheConfig.MaxEpochAssemblies.
+	ReasonMaxAge = "max-age"
+	// ReasonUpdatePressure: the context updates outgrew
+	// CacheConfig.MaxUpdateShare of the anchor band.
+	ReasonUpdatePressure = "update-pressure"
+	// ReasonUpdatesOverBudget: the context updates did not fit the token
+	// budget; re-anchoring folds them into fresh pins instead of dropping
+	// them.
+	ReasonUpdatesOverBudget = "updates-over-budget"
+	// ReasonBandChange: a pinned layer must change band (its recall
+	// returned state, so it can no longer be pinned).
+	ReasonBandChange = "band-change"
+)
+
+// Update actions of a context update.
+const (
+	ActionReplace = "replace"
+	ActionAdd     = "add"
+	ActionRetract = "retract"
+)
+
+// retractText is what a retraction says.
+const retractText = "This block no longer applies. Disregard it."
+
+// epoch is a run of assemblies sharing one set of pins.
+type epoch struct {
+	started bool
+	n       int
+	id      string
+	age     int // assemblies served by this epoch so far
+	reason  string
+	band    []Band                    // per layer, for this epoch
+	pins    [][]projector.Entry[Item] // per anchored layer
+	pinHash []uint64
+	memo    []deltaMemo
+}
+
+// deltaMemo remembers a layer's last renderDelta answer so an unchanged
+// drift does not call the hook every turn.
+type deltaMemo struct {
+	valid bool
+	hash  uint64
+	text  string
+}
+
+// layerStats is what the runtime observes of a layer across the run.
+type layerStats struct {
+	assemblies int
+	changes    int
+	lastHash   uint64
+	hasLast    bool
+	rebill     int
+	stateful   bool
+	lastBand   Band
+	changedNow bool // the output changed in the current assembly
+}
+
+func (st *layerStats) churn() float64 {
+	if st.assemblies < 2 {
+		return 0
+	}
+	return float64(st.changes) / float64(st.assemblies-1)
+}
+
+// CacheReport is what the provider said about the prompt cache for one
+// model call. Provider adapters build it from the response's usage.
+type CacheReport struct {
+	// Reported is false when the response carried no cache figures.
+	Reported bool
+	// ReadTokens were served from the cache; WriteTokens were written to
+	// it; UncachedTokens were neither.
+	ReadTokens, WriteTokens, UncachedTokens int
+	// FirstRound marks the first model call of a host turn. Later rounds
+	// replay the same prefix and hit whatever the first did, so only the
+	// first round's figures can reveal a lost cache.
+	FirstRound bool
+}
+
+// cacheFeedback is the runtime's reading of the provider's reports.
+type cacheFeedback struct {
+	pendingMiss bool
+	misses      int // consecutive first-round misses
+	unreported  int // consecutive reports without figures
+	blind       bool
+	last        *CacheReport
+}
+
+// ReportCache feeds the provider's cache figures of the last model call
+// back to the runtime. A first-round miss re-anchors the next assembly
+// (the cache is lost anyway, so fresh pins cost nothing). A provider that
+// reports no figures BlindAfter times in a row, or misses that many first
+// rounds in a row, is marked blind and no longer consulted; epoch age and
+// update pressure still bound the epoch.
+func (s *Session) ReportCache(r CacheReport) {
+	fb := &s.feedback
+	fb.last = &r
+	if s.rt.cfg.Cache.Disabled || fb.blind {
+		return
+	}
+	if !r.Reported {
+		fb.unreported++
+		if fb.unreported >= s.rt.cfg.Cache.blindAfter() {
+			fb.blind = true
+			fb.pendingMiss = false
+		}
+		return
+	}
+	fb.unreported = 0
+	if !r.FirstRound {
+		return
+	}
+	// The first request of an epoch writes its new prefix: a low read
+	// there is expected, not a lost cache.
+	if s.epoch.age <= 1 {
+		return
+	}
+	if r.ReadTokens == 0 && r.WriteTokens+r.UncachedTokens > 0 {
+		fb.misses++
+		if fb.misses >= s.rt.cfg.Cache.blindAfter() {
+			fb.blind = true
+			fb.pendingMiss = false
+			return
+		}
+		fb.pendingMiss = true
+		return
+	}
+	fb.misses = 0
+}
+
+// arrangement is the banded layer output of one assembly.
+type arrangement struct {
+	anchor, live, updates []projector.Entry[Item]
+	actions               []string // per layer: update action or ""
+	served                []Served
+	updateTokens          int
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// hashEntries fingerprints a layer's output to detect drift and churn.
+func hashEntries(entries []projector.Entry[Item]) uint64 {
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	for i := range entries {
+		it := &entries[i].Item
+		h.WriteString(string(it.Type))
+		h.WriteByte(0)
+		h.WriteString(it.ID)
+		h.WriteByte(0)
+		h.WriteString(string(it.Role))
+		h.WriteByte(0)
+		for _, p := range it.Content {
+			h.WriteString(p.Type)
+			h.WriteByte(0)
+			h.WriteString(p.Text)
+			h.WriteByte(0)
+		}
+		h.WriteString(it.CallID)
+		h.WriteByte(0)
+		h.WriteString(it.Name)
+		h.WriteByte(0)
+		h.WriteString(it.Arguments)
+		h.WriteByte(0)
+		h.WriteString(it.Output)
+		h.WriteByte(1)
+	}
+	return h.Sum64()
+}
+
+// observe updates each layer's churn statistics with this assembly's
+// fresh output.
+func (s *Session) observe(outs []layerOutput) []uint64 {
+	hashes := make([]uint64, len(outs))
+	for k := range outs {
+		if s.states[k].disabled {
+			continue
+		}
+		st := &s.stats[k]
+		h := hashEntries(outs[k].entries)
+		hashes[k] = h
+		st.changedNow = st.hasLast && h != st.lastHash
+		if st.changedNow {
+			st.changes++
+		}
+		st.assemblies++
+		st.lastHash, st.hasLast = h, true
+		if outs[k].stateful {
+			st.stateful = true
+		}
+	}
+	return hashes
+}
+
+// reanchorReason says whether this assembly must start a new epoch before
+// rendering.
+func (s *Session) reanchorReason(outs []layerOutput) string {
+	ep := &s.epoch
+	switch {
+	case !ep.started:
+		return ReasonInitial
+	case s.feedback.pendingMiss:
+		return ReasonCacheMiss
+	case ep.age >= s.rt.cfg.Cache.maxAssemblies():
+		return ReasonMaxAge
+	}
+	for k := range outs {
+		if ep.band[k] == BandAnchor && outs[k].stateful {
+			return ReasonBandChange
+		}
+	}
+	return ""
+}
+
+// bandFor decides a layer's band for a new epoch.
+func (s *Session) bandFor(k int) Band {
+	spec := s.insts[k].spec()
+	st := &s.stats[k]
+	switch {
+	case spec.Placement == PlacementLive, st.stateful:
+		return BandLive
+	case spec.Placement == PlacementAnchor:
+		return BandAnchor
+	}
+	// Auto: hysteresis between the two thresholds keeps the band it had.
+	prev := BandAnchor
+	if s.epoch.started {
+		prev = s.epoch.band[k]
+	}
+	cfg := s.rt.cfg.Cache
+	if st.assemblies < cfg.minChurnSamples() {
+		return prev
+	}
+	churn := st.churn()
+	switch {
+	case churn >= cfg.demote():
+		return BandLive
+	case churn <= cfg.promote():
+		return BandAnchor
+	}
+	return prev
+}
+
+// startEpoch pins this assembly's fresh output of every anchored layer.
+func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64) {
+	ep := &s.epoch
+	n := 0
+	if ep.started {
+		n = ep.n + 1
+	}
+	band := make([]Band, len(s.insts))
+	for k := range s.insts {
+		band[k] = s.bandFor(k)
+	}
+	*ep = epoch{started: true, n: n, reason: reason, band: band,
+		pins: make([][]projector.Entry[Item], len(s.insts)), pinHash: make([]uint64, len(s.insts)),
+		memo: make([]deltaMemo, len(s.insts))}
+	if s.info.ThreadID != "" {
+		ep.id = fmt.Sprintf("t:%s#%d", s.info.ThreadID, n)
+	} else {
+		ep.id = fmt.Sprintf("r:%s#%d", s.info.RunID, n)
+	}
+	for k := range s.insts {
+		if band[k] == BandAnchor {
+			ep.pins[k] = outs[k].entries
+			ep.pinHash[k] = hashes[k]
+		}
+	}
+	s.feedback.pendingMiss = false
+	s.feedback.misses = 0
+}
+
+// arrange bands the layer output of one assembly: pinned anchors, live
+// layers and the context updates for drifted anchors.
+func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint64) arrangement {
+	a := arrangement{actions: make([]string, len(s.insts)), served: make([]Served, len(s.insts))}
+	if s.rt.cfg.Cache.Disabled {
+		for k := range outs {
+			a.anchor = append(a.anchor, outs[k].entries...)
+			a.served[k] = outs[k].served
+		}
+		return a
+	}
+	ep := &s.epoch
+	var b strings.Builder
+	for k := range outs {
+		if ep.band[k] == BandLive {
+			a.live = append(a.live, outs[k].entries...)
+			a.served[k] = outs[k].served
+			continue
+		}
+		pin := ep.pins[k]
+		a.anchor = append(a.anchor, pin...)
+		a.served[k] = ServedPinned
+		if len(pin) == 0 {
+			a.served[k] = ServedNone
+		}
+		if hashes[k] == ep.pinHash[k] || s.states[k].disabled {
+			continue
+		}
+		fresh := outs[k].entries
+		var action, text string
+		switch {
+		case len(pin) == 0:
+			action, text = ActionAdd, joinText(fresh)
+		case len(fresh) == 0:
+			action, text = ActionRetract, retractText
+		default:
+			action, text = ActionReplace, s.delta(ctx, k, pin, fresh, hashes[k])
+		}
+		a.actions[k] = action
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "<context_updates epoch=%q>\nThese supersede the blocks with the same layer id earlier in this context.\nWhere they disagree, these are correct.\n", ep.id)
+		}
+		fmt.Fprintf(&b, "<update layer=%q action=%q>", s.insts[k].spec().ID, action)
+		if strings.Contains(text, "\n") {
+			b.WriteString("\n" + text + "\n")
+		} else {
+			b.WriteString(text)
+		}
+		b.WriteString("</update>\n")
+	}
+	if b.Len() > 0 {
+		b.WriteString("</context_updates>")
+		e := s.rt.entry(DeveloperMessage(b.String()))
+		e.Group, e.Opens = "", false
+		a.updates = []projector.Entry[Item]{e}
+		a.updateTokens = e.Tokens
+	}
+	return a
+}
+
+// delta asks the layer's renderDelta for a compact change, falling back to
+// the full fresh text when it has none, fails, panics or times out.
+func (s *Session) delta(ctx context.Context, k int, pin, fresh []projector.Entry[Item], hash uint64) string {
+	m := &s.epoch.memo[k]
+	if m.valid && m.hash == hash {
+		return m.text
+	}
+	text, kind, err := s.insts[k].renderDelta(ctx, itemsOf(pin), itemsOf(fresh))
+	if err != nil {
+		s.diagnose(s.insts[k].spec().ID, "renderDelta", kind, err)
+	}
+	if err != nil || text == "" {
+		text = joinText(fresh)
+	}
+	*m = deltaMemo{valid: true, hash: hash, text: text}
+	return text
+}
+
+func joinText(entries []projector.Entry[Item]) string {
+	if len(entries) == 1 {
+		return entries[0].Item.Text()
+	}
+	parts := make([]string, len(entries))
+	for i := range entries {
+		parts[i] = entries[i].Item.Text()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// EpochUsage reports the epoch an assembly belonged to.
+type EpochUsage struct {
+	ID string
+	// Age counts the assemblies of the epoch, this one included.
+	Age int
+	// AnchorTokens is the size of the pinned anchor band.
+	AnchorTokens int
+	// UpdateTokens is the size of the context updates message.
+	UpdateTokens int
+	// ReanchorReason says why the epoch started.
+	ReanchorReason string
+	// Reanchored is true when this assembly started the epoch.
+	Reanchored bool
+	// Blind is true once the provider's cache figures are ignored.
+	Blind bool
+}
+
+// Breakpoint marks where a provider adapter should ask for a cache entry:
+// after the item at Index of View.Items, the last item of Band.
+type Breakpoint struct {
+	Band  Band
+	Index int
+}
+
+// breakpoints are placed at the end of the system prompt (with the tools
+// before it), of the anchor band and of history: never after the volatile
+// bands.
+func (v *View) computeBreakpoints() {
+	pos := 0
+	for b, items := range v.bands {
+		pos += len(items)
+		switch Band(b) {
+		case BandSystem, BandAnchor, BandHistory:
+			if len(items) > 0 {
+				v.Breakpoints = append(v.Breakpoints, Breakpoint{Band: Band(b), Index: pos - 1})
+			}
+		}
+	}
+}
+
+// prefixHash is sha256 over the canonical bytes of the system items and
+// the tool schemas: it changes exactly when the stable prefix does.
+func prefixHash(system []projector.Entry[Item], tools []FunctionSpec) string {
+	doc := struct {
+		System []Item         `json:"system"`
+		Tools  []FunctionSpec `json:"tools"`
+	}{System: itemsOf(system), Tools: tools}
+	raw, err := marshalNoEscape(doc)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(canonicalJSON(raw))
+	return hex.EncodeToString(sum[:])
+}
