@@ -434,7 +434,8 @@ func (s *Session) projectedHistory(ctx context.Context) ([]projector.Entry[Item]
 		if s.states[k].disabled || !inst.hasProjectHistory() {
 			continue
 		}
-		proj, ok, _ := inst.projectHistory(ctx, items, s.turn)
+		entries := history
+		proj, ok, _ := inst.projectHistory(ctx, items, func(i int) int { return entries[i].Tokens }, s.turn)
 		if !ok {
 			continue
 		}

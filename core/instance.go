@@ -167,7 +167,7 @@ type instance interface {
 	recallTimeout() time.Duration
 	startRecall(hctx context.Context, cancel context.CancelFunc, p recallInput) *pendingHook[recallOutput]
 	renderDelta(ctx context.Context, prev, next []Item) (string, DiagnosticKind, error)
-	projectHistory(ctx context.Context, history []Item, turn int) (HistoryProjection, bool, error)
+	projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (HistoryProjection, bool, error)
 	hasProjectHistory() bool
 	onItemAppend(ctx context.Context, item Item, index int) error
 	beforeToolCall(ctx context.Context, call Item) (Verdict, string, string, error)

@@ -146,8 +146,8 @@ func (i *layerInstance[S]) renderDelta(ctx context.Context, prev, next []Item) (
 
 func (i *layerInstance[S]) hasProjectHistory() bool { return i.layer.Hooks.ProjectHistory != nil }
 
-func (i *layerInstance[S]) projectHistory(ctx context.Context, history []Item, turn int) (HistoryProjection, bool, error) {
-	p := ProjectHistoryParams[S]{State: i.state, History: history, Turn: turn}
+func (i *layerInstance[S]) projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (HistoryProjection, bool, error) {
+	p := ProjectHistoryParams[S]{State: i.state, History: history, TokensOf: tokensOf, Turn: turn}
 	proj, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.ProjectHistory }),
 		func(ctx context.Context) (HistoryProjection, error) { return i.layer.Hooks.ProjectHistory(ctx, p) })
 	if err != nil {

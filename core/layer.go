@@ -213,6 +213,9 @@ type RenderDeltaParams[S any] struct {
 type ProjectHistoryParams[S any] struct {
 	State   S
 	History []Item
+	// TokensOf returns the runtime's token count of History[i], counted
+	// once when the item was recorded.
+	TokensOf func(i int) int
 	// Turn counts assemblies in the run.
 	Turn int
 }
