@@ -285,8 +285,9 @@ func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64)
 			ep.pinHash[k] = hashes[k]
 		}
 	}
+	// The miss is served. The count of consecutive misses stays: a
+	// provider that misses again right after fresh pins is not caching.
 	s.feedback.pendingMiss = false
-	s.feedback.misses = 0
 }
 
 // arrange bands the layer output of one assembly: pinned anchors, live
