@@ -281,7 +281,9 @@ func TestRenderDeltaAndFallbacks(t *testing.T) {
 	layer := core.Layer[int]{ID: "fs", Slot: 350, Scope: core.ScopeExecution, Placement: core.PlacementAnchor,
 		Timeouts: core.Timeouts{RenderDelta: 20 * time.Millisecond},
 		Hooks: core.Hooks[int]{
-			Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) { return core.Text[int](files.out) },
+			Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) {
+				return core.Text[int](files.out)
+			},
 			RenderDelta: func(ctx context.Context, p core.RenderDeltaParams[int]) (string, bool, error) {
 				switch mode {
 				case "none":
