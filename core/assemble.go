@@ -158,11 +158,22 @@ func (u *Usage) Layer(id string) *LayerUsage {
 // after the live band. A failing recall contributes nothing this turn (a
 // diagnostic says why); only a projection that cannot hold the system
 // prompt fails.
-func (s *Session) Assemble(ctx context.Context) (*View, error) {
+func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	if s.disposed {
 		return nil, ErrDisposed
 	}
 	rt := s.rt
+	if rt.cfg.Tracer != nil {
+		var end func(*Usage, error)
+		ctx, end = rt.cfg.Tracer.StartAssemble(ctx, s.info, s.turn)
+		defer func() {
+			if view != nil {
+				end(view.Usage, err)
+			} else {
+				end(nil, err)
+			}
+		}()
+	}
 	s.mu.Lock()
 	diagFrom := len(s.diagnostics)
 	s.mu.Unlock()
@@ -233,7 +244,7 @@ func (s *Session) Assemble(ctx context.Context) (*View, error) {
 		usage.Layers[k] = lu
 	}
 	s.epoch.age++
-	view := &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage}
+	view = &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage}
 	for b := range pv.Bands {
 		if Band(b) == BandHistory && pv.HistoryContiguous && historyItems != nil {
 			// The kept history is a suffix of the log: share it.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,6 +70,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Cache configures prompt-cache anchoring.
 	Cache CacheConfig
+	// Tracer observes every assembly, e.g. to emit OpenTelemetry spans
+	// (package telemetry). Nil traces nothing.
+	Tracer AssembleTracer
+}
+
+// AssembleTracer observes assemblies. StartAssemble is called before the
+// recalls run; the context it returns is the one hooks receive, so their
+// own spans nest under it. end is called once with the usage report (nil
+// when the assembly failed) and the error.
+type AssembleTracer interface {
+	StartAssemble(ctx context.Context, run RunInfo, turn int) (context.Context, func(*Usage, error))
 }
 
 // Runtime holds validated configuration and starts sessions. It is safe

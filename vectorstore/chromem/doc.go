@@ -1,0 +1,46 @@
+// Package chromem is the embedded default driver of vectorstore, built on
+// github.com/philippgille/chromem-go. It needs no server: a collection lives
+// in a directory and is loaded into memory on open.
+//
+// Open it by URL after a blank import,
+//
+//	import _ "github.com/stratamem/strata/vectorstore/chromem"
+//	coll, err := vectorstore.Open(ctx, "chromem:///var/lib/strata/vectors?collection=memories&dimension=384", nil)
+//
+// or directly with OpenCollection(ctx, dir, name, opts).
+//
+// # Storage and durability
+//
+// Each collection is a directory <dir>/<name> holding meta.json (dimension
+// and distance, written atomically), records.log and a LOCK file. The log
+// is append-only: every Upsert, Delete or DeleteWhere call appends one
+// CRC-32C-checked frame and fsyncs it before returning, so an acknowledged
+// write survives a crash, and a batch is applied entirely or not at all. On
+// open the log is replayed; a torn last frame (a crash mid-append, never
+// acknowledged) is cut off, while damage to earlier frames fails with
+// vectorstore.ErrCorrupt rather than silently dropping acknowledged data.
+// When the log grows past twice the live data it is compacted by writing a
+// new log and renaming it over the old one. The LOCK file (flock on Unix)
+// stops two processes from writing one collection.
+//
+// chromem-go's own persistence is deliberately not used: it rewrites one gob
+// file per document in place (os.Create, no fsync, no rename), so a crash
+// can leave a torn file that makes the whole database fail to open, and it
+// updates memory before the disk.
+//
+// # Search
+//
+// Both paths are exact brute force. chromem-go holds the vectors of cosine
+// collections and answers cosine queries whose filter it can express: layer,
+// kind, scope and metadata equality, pushed into its where clause. The
+// driver adds what chromem-go lacks: ties broken by id also at the K
+// boundary (it widens the chromem request until the boundary is strict),
+// clamping K to the collection size (chromem-go errors otherwise), and a
+// lock around chromem-go's Delete, which reads its document map before
+// taking its own lock. Queries filtered by ids, creation time or validity,
+// and every dot or Euclidean query (chromem-go only knows cosine), are
+// scored by the driver in one pass over the matching records: filtering
+// those after chromem's search would need repeated, widening chromem passes
+// (measured 2-7x slower, BenchmarkQueryTop10). Listing is ordered by the
+// driver with a bounded heap.
+package chromem

@@ -1,0 +1,50 @@
+// Package vectorstore is strata's portable store for memory records: one
+// API over an embedded default (chromem) and scale-out backends (Postgres
+// with pgvector, Qdrant), in the style of the Go CDK's docstore.
+//
+// A record (see Record) is a memory: id, layer, kind, thread/resource scope
+// keys, text, embedding, string metadata, and created / valid-from /
+// valid-to times (DESIGN decision 6). Users hold a *Collection, opened by
+// URL with a blank-imported driver:
+//
+//	import _ "github.com/stratamem/strata/vectorstore/chromem"
+//
+//	coll, err := vectorstore.Open(ctx, "chromem:///var/lib/strata/vectors?collection=memories", &vectorstore.Options{Dimension: 384})
+//
+// The Collection offers Upsert (idempotent by id), Get, Delete, DeleteWhere,
+// Count, List (keyset pagination in stable (CreatedAt, ID) order), All (an
+// iterator over List) and Query (exact top-k by vector with pre-filtering).
+//
+// # Validation happens once, here
+//
+// Every input is validated before a driver sees it, so bad input fails the
+// same way on every backend and nothing is written: an empty id
+// (ErrInvalidRecord), a vector of the wrong length (ErrDimensionMismatch),
+// an empty vector, NaN or ±Inf (ErrInvalidVector), a zero vector in a cosine
+// collection (ErrInvalidVector), invalid UTF-8 or NUL bytes in strings, a
+// metadata key outside [A-Za-z_][A-Za-z0-9_-]{0,63} (ErrInvalidRecord), a
+// filter on a metadata key the collection does not admit
+// (ErrUnknownFilterField, see Options.MetadataKeys), K outside 1..MaxK
+// (ErrInvalidArgument). Errors are *Error values with a stable Code, the
+// record ID and the Field; each also matches its sentinel with errors.Is.
+//
+// Metadata values are strings only. That is a decision, not a limitation of
+// one backend: strings store, index and compare identically everywhere, and
+// the values that need ranges (times) are first-class record fields.
+//
+// # Normalisation and determinism
+//
+// Times are stored in UTC at microsecond precision; a zero CreatedAt is
+// stamped with Options.Now. Cosine collections store unit-length vectors,
+// so every backend returns the same vector and Score is the cosine
+// similarity. Query results are ordered by Score descending with ties
+// broken by ascending ID, also at the K boundary; List order is (CreatedAt,
+// ID). Scores are computed by each backend and may differ in the last float
+// bits between backends, orders on exact ties never do.
+//
+// # Drivers
+//
+// A driver implements the small driver.Collection interface and registers a
+// URL scheme (Register). vectortest.Run is the conformance suite every
+// driver passes.
+package vectorstore

@@ -1,0 +1,594 @@
+package qdrant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	qc "github.com/qdrant/go-client/qdrant"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/driver"
+)
+
+// Payload keys. Record fields are top-level payload keys; user metadata is
+// the nested object "metadata", so a metadata filter is the path
+// "metadata.<key>" (metadata keys cannot contain '.', the path separator).
+const (
+	keyID        = "id"
+	keyLayer     = "layer"
+	keyKind      = "kind"
+	keyThread    = "thread"
+	keyResource  = "resource"
+	keyText      = "text"
+	keyMetadata  = "metadata"
+	keyCreatedAt = "created_at"
+	keyValidFrom = "valid_from"
+	keyValidTo   = "valid_to"
+)
+
+// timeLayout writes times as RFC 3339 in UTC with exactly six fractional
+// digits: Qdrant's datetime index keeps microseconds, the vectorstore
+// precision, so range filters and ordering on these fields are exact.
+const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// idNamespace derives point ids: Qdrant ids must be unsigned integers or
+// UUIDs, so a record id maps to the UUIDv5 of this namespace and the id, and
+// the original id is kept in the payload.
+var idNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/stratamem/strata/vectorstore/qdrant"))
+
+// PointID returns the Qdrant point UUID of a record id.
+func PointID(recordID string) string {
+	return uuid.NewSHA1(idNamespace, []byte(recordID)).String()
+}
+
+// upsertChunk bounds the points per Upsert request so a large batch stays
+// well under gRPC message limits.
+const upsertChunk = 256
+
+// Options are the Qdrant-specific options. The zero value is useful.
+type Options struct {
+	// Exact makes every query an exact (brute force) search instead of an
+	// HNSW search. Qdrant searches small collections exactly anyway; set it
+	// when exact top-k matters more than latency on large ones.
+	Exact bool
+	// CloseClient makes Close also close the client (set when the driver
+	// created the client itself, as Open by URL does).
+	CloseClient bool
+}
+
+// OpenCollection opens, creating if needed, the Qdrant collection name
+// through client and wraps it in the portable type.
+func OpenCollection(ctx context.Context, client *qc.Client, name string, opts *vectorstore.Options, qopts *Options) (*vectorstore.Collection, error) {
+	var o vectorstore.Options
+	if opts != nil {
+		o = *opts
+	}
+	d, err := OpenDriver(ctx, client, driver.Config{Name: name, Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys}, qopts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := vectorstore.NewCollection(d, &o)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+type collection struct {
+	cl    *qc.Client
+	info  driver.Info
+	exact bool
+	owns  bool
+}
+
+var toQdrant = map[driver.Distance]qc.Distance{
+	driver.DistanceCosine:    qc.Distance_Cosine,
+	driver.DistanceDot:       qc.Distance_Dot,
+	driver.DistanceEuclidean: qc.Distance_Euclid,
+}
+
+// OpenDriver opens the driver-level collection cfg.Name: it creates the
+// collection (one unnamed dense vector of cfg.Dimension with cfg.Distance)
+// if it does not exist, checks dimension and distance if it does, and
+// creates the payload indexes the filters use (keyword: layer, kind, thread,
+// resource and metadata.<k> for cfg.MetadataKeys; datetime: created_at,
+// valid_from, valid_to).
+func OpenDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts *Options) (driver.Collection, error) {
+	const op = "open"
+	if client == nil {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "client", "nil qdrant client")
+	}
+	var o Options
+	if qopts != nil {
+		o = *qopts
+	}
+	if cfg.Name == "" {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "collection", "empty collection name")
+	}
+	dist := cfg.Distance
+	if dist == "" {
+		dist = driver.DistanceCosine // for creation; "" accepts any stored distance
+	}
+	qd, ok := toQdrant[dist]
+	if !ok {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "distance", "unknown distance %q", cfg.Distance)
+	}
+	c := &collection{cl: client, exact: o.Exact, owns: o.CloseClient,
+		info: driver.Info{Name: cfg.Name, Driver: "qdrant"}}
+
+	exists, err := client.CollectionExists(ctx, cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("qdrant: collection exists %q: %w", cfg.Name, err)
+	}
+	if !exists {
+		if cfg.Dimension == 0 {
+			return nil, driver.Errorf(driver.CodeInvalidArgument, op, "dimension", "collection %q does not exist; a dimension is required to create it", cfg.Name)
+		}
+		err := client.CreateCollection(ctx, &qc.CreateCollection{
+			CollectionName: cfg.Name,
+			VectorsConfig:  qc.NewVectorsConfig(&qc.VectorParams{Size: uint64(cfg.Dimension), Distance: qd}),
+		})
+		// Another process may have created it between the check and here.
+		if err != nil && status.Code(errors.Unwrap(err)) != codes.AlreadyExists && status.Code(err) != codes.AlreadyExists {
+			return nil, fmt.Errorf("qdrant: create collection %q: %w", cfg.Name, err)
+		}
+	}
+	info, err := client.GetCollectionInfo(ctx, cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("qdrant: collection info %q: %w", cfg.Name, err)
+	}
+	params := info.GetConfig().GetParams().GetVectorsConfig().GetParams()
+	if params == nil {
+		return nil, driver.Errorf(driver.CodeConfigMismatch, op, "vectors", "collection %q has no single unnamed dense vector", cfg.Name)
+	}
+	if cfg.Dimension != 0 && uint64(cfg.Dimension) != params.GetSize() {
+		return nil, driver.Errorf(driver.CodeConfigMismatch, op, "dimension", "collection %q has dimension %d, opened with %d", cfg.Name, params.GetSize(), cfg.Dimension)
+	}
+	if cfg.Distance != "" && params.GetDistance() != qd {
+		return nil, driver.Errorf(driver.CodeConfigMismatch, op, "distance", "collection %q has distance %s, opened with %s", cfg.Name, params.GetDistance(), cfg.Distance)
+	}
+	c.info.Dimension = int(params.GetSize())
+	for d, q := range toQdrant {
+		if q == params.GetDistance() {
+			c.info.Distance = d
+		}
+	}
+	if _, known := toQdrant[c.info.Distance]; !known || c.info.Distance == "" {
+		return nil, driver.Errorf(driver.CodeConfigMismatch, op, "distance", "collection %q uses distance %s, which vectorstore does not support", cfg.Name, params.GetDistance())
+	}
+
+	want := map[string]qc.FieldType{
+		keyLayer: qc.FieldType_FieldTypeKeyword, keyKind: qc.FieldType_FieldTypeKeyword,
+		keyThread: qc.FieldType_FieldTypeKeyword, keyResource: qc.FieldType_FieldTypeKeyword,
+		keyCreatedAt: qc.FieldType_FieldTypeDatetime, keyValidFrom: qc.FieldType_FieldTypeDatetime,
+		keyValidTo: qc.FieldType_FieldTypeDatetime,
+	}
+	for _, k := range cfg.MetadataKeys {
+		want[keyMetadata+"."+k] = qc.FieldType_FieldTypeKeyword
+	}
+	have := info.GetPayloadSchema()
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, ok := have[k]; ok {
+			continue
+		}
+		ft := want[k]
+		if _, err := client.CreateFieldIndex(ctx, &qc.CreateFieldIndexCollection{
+			CollectionName: cfg.Name, Wait: qc.PtrOf(true), FieldName: k, FieldType: &ft,
+		}); err != nil {
+			return nil, fmt.Errorf("qdrant: create payload index %q on %q: %w", k, cfg.Name, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *collection) Info() driver.Info { return c.info }
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func toPoint(r *driver.Record) *qc.PointStruct {
+	p := map[string]*qc.Value{
+		keyID:        qc.NewValueString(r.ID),
+		keyText:      qc.NewValueString(r.Text),
+		keyCreatedAt: qc.NewValueString(fmtTime(r.CreatedAt)),
+	}
+	// Empty fields are left out: filter values are never empty, and a
+	// missing valid_from / valid_to is what "unbounded" means in filters.
+	for k, v := range map[string]string{keyLayer: r.Layer, keyKind: r.Kind, keyThread: r.Scope.Thread, keyResource: r.Scope.Resource} {
+		if v != "" {
+			p[k] = qc.NewValueString(v)
+		}
+	}
+	if len(r.Metadata) > 0 {
+		md := make(map[string]*qc.Value, len(r.Metadata))
+		for k, v := range r.Metadata {
+			md[k] = qc.NewValueString(v)
+		}
+		p[keyMetadata] = qc.NewValueFromFields(md)
+	}
+	if !r.ValidFrom.IsZero() {
+		p[keyValidFrom] = qc.NewValueString(fmtTime(r.ValidFrom))
+	}
+	if !r.ValidTo.IsZero() {
+		p[keyValidTo] = qc.NewValueString(fmtTime(r.ValidTo))
+	}
+	return &qc.PointStruct{Id: qc.NewIDUUID(PointID(r.ID)), Payload: p, Vectors: qc.NewVectorsDense(r.Vector)}
+}
+
+func corrupt(format string, args ...any) error {
+	return driver.Errorf(driver.CodeCorrupt, "read", "", format, args...)
+}
+
+// fromPayload decodes a point written by toPoint.
+func fromPayload(p map[string]*qc.Value, vec *qc.VectorsOutput) (driver.Record, error) {
+	var r driver.Record
+	str := func(k string) (string, error) {
+		v, ok := p[k]
+		if !ok {
+			return "", nil
+		}
+		s, ok := v.GetKind().(*qc.Value_StringValue)
+		if !ok {
+			return "", corrupt("payload field %q is not a string", k)
+		}
+		return s.StringValue, nil
+	}
+	tm := func(k string) (time.Time, error) {
+		s, err := str(k)
+		if err != nil || s == "" {
+			return time.Time{}, err
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, corrupt("payload field %q: %v", k, err)
+		}
+		return t.UTC(), nil
+	}
+	var err error
+	for _, f := range []struct {
+		k   string
+		dst *string
+	}{{keyID, &r.ID}, {keyLayer, &r.Layer}, {keyKind, &r.Kind}, {keyThread, &r.Scope.Thread}, {keyResource, &r.Scope.Resource}, {keyText, &r.Text}} {
+		if *f.dst, err = str(f.k); err != nil {
+			return r, err
+		}
+	}
+	if r.ID == "" {
+		return r, corrupt("point has no %q payload: not written by strata", keyID)
+	}
+	if r.CreatedAt, err = tm(keyCreatedAt); err != nil {
+		return r, err
+	}
+	if r.ValidFrom, err = tm(keyValidFrom); err != nil {
+		return r, err
+	}
+	if r.ValidTo, err = tm(keyValidTo); err != nil {
+		return r, err
+	}
+	if v, ok := p[keyMetadata]; ok {
+		st := v.GetStructValue()
+		if st == nil {
+			return r, corrupt("payload field %q is not an object", keyMetadata)
+		}
+		if len(st.GetFields()) > 0 {
+			r.Metadata = make(map[string]string, len(st.GetFields()))
+			for k, mv := range st.GetFields() {
+				s, ok := mv.GetKind().(*qc.Value_StringValue)
+				if !ok {
+					return r, corrupt("metadata %q is not a string", k)
+				}
+				r.Metadata[k] = s.StringValue
+			}
+		}
+	}
+	if vec != nil {
+		if d := vec.GetVector().GetDenseVector(); d != nil {
+			r.Vector = slices.Clone(d.GetData())
+		}
+	}
+	return r, nil
+}
+
+func keyword(k, v string) *qc.Condition { return qc.NewMatchKeyword(k, v) }
+
+func dtRange(k string, r *qc.DatetimeRange) *qc.Condition {
+	return &qc.Condition{ConditionOneOf: &qc.Condition_Field{Field: &qc.FieldCondition{Key: k, DatetimeRange: r}}}
+}
+
+func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+// conditions translates a Filter into Qdrant "must" conditions.
+func conditions(f *driver.Filter) []*qc.Condition {
+	var must []*qc.Condition
+	if len(f.IDs) > 0 {
+		ids := make([]*qc.PointId, len(f.IDs))
+		for i, id := range f.IDs {
+			ids[i] = qc.NewIDUUID(PointID(id))
+		}
+		must = append(must, qc.NewHasID(ids...))
+	}
+	for _, kv := range [...][2]string{{keyLayer, f.Layer}, {keyKind, f.Kind}, {keyThread, f.Thread}, {keyResource, f.Resource}} {
+		if kv[1] != "" {
+			must = append(must, keyword(kv[0], kv[1]))
+		}
+	}
+	mk := make([]string, 0, len(f.Metadata))
+	for k := range f.Metadata {
+		mk = append(mk, k)
+	}
+	slices.Sort(mk)
+	for _, k := range mk {
+		must = append(must, keyword(keyMetadata+"."+k, f.Metadata[k]))
+	}
+	if !f.CreatedFrom.IsZero() || !f.CreatedBefore.IsZero() {
+		r := &qc.DatetimeRange{}
+		if !f.CreatedFrom.IsZero() {
+			r.Gte = ts(f.CreatedFrom)
+		}
+		if !f.CreatedBefore.IsZero() {
+			r.Lt = ts(f.CreatedBefore)
+		}
+		must = append(must, dtRange(keyCreatedAt, r))
+	}
+	if !f.ValidAt.IsZero() {
+		// (no valid_from or valid_from <= t) and (no valid_to or t < valid_to)
+		must = append(must,
+			qc.NewFilterAsCondition(&qc.Filter{Should: []*qc.Condition{qc.NewIsEmpty(keyValidFrom), dtRange(keyValidFrom, &qc.DatetimeRange{Lte: ts(f.ValidAt)})}}),
+			qc.NewFilterAsCondition(&qc.Filter{Should: []*qc.Condition{qc.NewIsEmpty(keyValidTo), dtRange(keyValidTo, &qc.DatetimeRange{Gt: ts(f.ValidAt)})}}),
+		)
+	}
+	return must
+}
+
+func filterOf(must []*qc.Condition) *qc.Filter {
+	if len(must) == 0 {
+		return nil
+	}
+	return &qc.Filter{Must: must}
+}
+
+func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
+	for i := 0; i < len(recs); i += upsertChunk {
+		chunk := recs[i:min(i+upsertChunk, len(recs))]
+		pts := make([]*qc.PointStruct, len(chunk))
+		for j := range chunk {
+			pts[j] = toPoint(&chunk[j])
+		}
+		// Wait: the call returns once the points are applied and in
+		// Qdrant's write-ahead log, which is what "acknowledged" means here.
+		if _, err := c.cl.Upsert(ctx, &qc.UpsertPoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true), Points: pts}); err != nil {
+			return fmt.Errorf("qdrant: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, error) {
+	pts, err := c.cl.Get(ctx, &qc.GetPoints{
+		CollectionName: c.info.Name, Ids: []*qc.PointId{qc.NewIDUUID(PointID(id))},
+		WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(true),
+	})
+	if err != nil {
+		return driver.Record{}, false, fmt.Errorf("qdrant: %w", err)
+	}
+	if len(pts) == 0 {
+		return driver.Record{}, false, nil
+	}
+	r, err := fromPayload(pts[0].GetPayload(), pts[0].GetVectors())
+	if err != nil {
+		return driver.Record{}, false, err
+	}
+	if r.ID != id {
+		return driver.Record{}, false, corrupt("point %s holds record %q, expected %q", PointID(id), r.ID, id)
+	}
+	return r, true, nil
+}
+
+func (c *collection) deleteIDs(ctx context.Context, pids []*qc.PointId) error {
+	for i := 0; i < len(pids); i += 1000 {
+		_, err := c.cl.Delete(ctx, &qc.DeletePoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true),
+			Points: qc.NewPointsSelector(pids[i:min(i+1000, len(pids))]...)})
+		if err != nil {
+			return fmt.Errorf("qdrant: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *collection) Delete(ctx context.Context, ids []string) error {
+	pids := make([]*qc.PointId, len(ids))
+	for i, id := range ids {
+		pids[i] = qc.NewIDUUID(PointID(id))
+	}
+	return c.deleteIDs(ctx, pids)
+}
+
+// DeleteWhere collects the matching point ids, then deletes exactly those,
+// so the returned count is what was removed (Qdrant's delete-by-filter does
+// not report a count).
+func (c *collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, error) {
+	var pids []*qc.PointId
+	err := c.scrollAll(ctx, filterOf(conditions(&f)), false, func(p *qc.RetrievedPoint) error {
+		pids = append(pids, p.GetId())
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.deleteIDs(ctx, pids); err != nil {
+		return 0, err
+	}
+	return len(pids), nil
+}
+
+func (c *collection) Count(ctx context.Context, f driver.Filter) (int, error) {
+	n, err := c.cl.Count(ctx, &qc.CountPoints{CollectionName: c.info.Name, Filter: filterOf(conditions(&f)), Exact: qc.PtrOf(true)})
+	if err != nil {
+		return 0, fmt.Errorf("qdrant: %w", err)
+	}
+	return int(n), nil
+}
+
+// scrollAll visits every point matching filter, in point id order.
+func (c *collection) scrollAll(ctx context.Context, filter *qc.Filter, withData bool, fn func(*qc.RetrievedPoint) error) error {
+	var offset *qc.PointId
+	for {
+		pts, next, err := c.cl.ScrollAndOffset(ctx, &qc.ScrollPoints{
+			CollectionName: c.info.Name, Filter: filter, Offset: offset, Limit: qc.PtrOf(uint32(256)),
+			WithPayload: qc.NewWithPayload(withData), WithVectors: qc.NewWithVectors(withData),
+		})
+		if err != nil {
+			return fmt.Errorf("qdrant: %w", err)
+		}
+		for _, p := range pts {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if next == nil || len(pts) == 0 {
+			return nil
+		}
+		offset = next
+	}
+}
+
+// List pages by keyset on (created_at, id). Qdrant orders by created_at
+// (a datetime index) but does not order ties, so the driver fetches whole
+// tie groups: the group at the cursor's instant (to resume after the
+// cursor's id) and the group at the page's last instant (so no record of
+// it is cut arbitrarily), and orders by id itself.
+func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Record, error) {
+	base := conditions(&q.Filter)
+	var out []driver.Record
+	seen := map[string]bool{}
+	add := func(p *qc.RetrievedPoint) error {
+		r, err := fromPayload(p.GetPayload(), p.GetVectors())
+		if err != nil {
+			return err
+		}
+		if q.After != nil && !driver.ComesAfter(&r, q.After, q.Desc) {
+			return nil
+		}
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r)
+		}
+		return nil
+	}
+	tieGroup := func(t time.Time) error {
+		eq := append(slices.Clone(base), dtRange(keyCreatedAt, &qc.DatetimeRange{Gte: ts(t), Lte: ts(t)}))
+		return c.scrollAll(ctx, filterOf(eq), true, add)
+	}
+	rest := base
+	if q.After != nil {
+		if err := tieGroup(q.After.CreatedAt); err != nil {
+			return nil, err
+		}
+		r := &qc.DatetimeRange{Gt: ts(q.After.CreatedAt)}
+		if q.Desc {
+			r = &qc.DatetimeRange{Lt: ts(q.After.CreatedAt)}
+		}
+		rest = append(slices.Clone(base), dtRange(keyCreatedAt, r))
+	}
+	if need := q.Limit - len(out); need > 0 {
+		dir := qc.Direction_Asc
+		if q.Desc {
+			dir = qc.Direction_Desc
+		}
+		pts, err := c.cl.Scroll(ctx, &qc.ScrollPoints{
+			CollectionName: c.info.Name, Filter: filterOf(rest), Limit: qc.PtrOf(uint32(need)),
+			WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(q.WithVectors),
+			OrderBy: &qc.OrderBy{Key: keyCreatedAt, Direction: &dir},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("qdrant: %w", err)
+		}
+		for _, p := range pts {
+			if err := add(p); err != nil {
+				return nil, err
+			}
+		}
+		if len(pts) == need {
+			last, err := fromPayload(pts[len(pts)-1].GetPayload(), nil)
+			if err != nil {
+				return nil, err
+			}
+			if err := tieGroup(last.CreatedAt); err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.Record) int {
+		if q.Desc {
+			return driver.CompareRecords(&b, &a)
+		}
+		return driver.CompareRecords(&a, &b)
+	})
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// Query asks Qdrant for the nearest points with the filter applied inside
+// the search. Qdrant does not order equal scores, so the driver widens the
+// request until the K-th match scores strictly better than the last point
+// returned (no unseen point can then tie it), or until Qdrant returns fewer
+// points than asked (all candidates seen), and breaks ties by id itself.
+func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.Match, error) {
+	filter := filterOf(conditions(&q.Filter))
+	var params *qc.SearchParams
+	if c.exact {
+		params = &qc.SearchParams{Exact: qc.PtrOf(true)}
+	}
+	n := q.K + 1
+	for {
+		pts, err := c.cl.Query(ctx, &qc.QueryPoints{
+			CollectionName: c.info.Name, Query: qc.NewQueryDense(q.Vector), Filter: filter, Params: params,
+			Limit: qc.PtrOf(uint64(n)), WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(q.WithVectors),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("qdrant: %w", err)
+		}
+		ms := make([]driver.Match, 0, len(pts))
+		for _, p := range pts {
+			r, err := fromPayload(p.GetPayload(), p.GetVectors())
+			if err != nil {
+				return nil, err
+			}
+			s := float64(p.GetScore())
+			if c.info.Distance == driver.DistanceEuclidean {
+				s = -s // Qdrant reports the distance; vectorstore scores are higher-is-better
+			}
+			ms = append(ms, driver.Match{Record: r, Score: s})
+		}
+		slices.SortFunc(ms, func(a, b driver.Match) int { return driver.CompareMatches(&a, &b) })
+		if len(pts) < n || ms[q.K-1].Score > ms[len(ms)-1].Score {
+			if len(ms) > q.K {
+				ms = ms[:q.K]
+			}
+			return ms, nil
+		}
+		n *= 2
+	}
+}
+
+// Close closes the client if the driver owns it (opened by URL).
+func (c *collection) Close() error {
+	if c.owns {
+		return c.cl.Close()
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package qdrant
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"strconv"
+
+	qc "github.com/qdrant/go-client/qdrant"
+
+	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/driver"
+)
+
+// Scheme is the URL scheme of this driver.
+const Scheme = "qdrant"
+
+// APIKeyEnv is read for the API key when the URL carries none, so keys need
+// not appear in URLs (which end up in logs and shell history).
+const APIKeyEnv = "QDRANT_API_KEY"
+
+func init() { vectorstore.Register(Scheme, openURL) }
+
+// openURL opens "qdrant://host:6334?collection=memories". Parameters beyond
+// the common ones: api_key (else $QDRANT_API_KEY), tls=true, exact=true
+// (exact search, see Options.Exact), pool (gRPC connections, default 1).
+func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+	bad := func(field, format string, args ...any) error {
+		return driver.Errorf(driver.CodeInvalidArgument, "open", field, format, args...)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, bad("url", "qdrant URL takes no path (got %q); name the collection with ?collection=", u.Path)
+	}
+	qcfg := &qc.Config{Host: u.Hostname(), PoolSize: 1, SkipCompatibilityCheck: true}
+	if qcfg.Host == "" {
+		qcfg.Host = "localhost"
+	}
+	if p := u.Port(); p != "" {
+		port, err := strconv.Atoi(p)
+		if err != nil || port <= 0 || port > 65535 {
+			return nil, bad("url", "bad port %q", p)
+		}
+		qcfg.Port = port
+	}
+	var o Options
+	for k, vs := range u.Query() {
+		v := vs[len(vs)-1]
+		var err error
+		switch k {
+		case "api_key":
+			qcfg.APIKey = v
+		case "tls":
+			qcfg.UseTLS, err = strconv.ParseBool(v)
+		case "exact":
+			o.Exact, err = strconv.ParseBool(v)
+		case "pool":
+			var n int
+			n, err = strconv.Atoi(v)
+			if err == nil && (n < 1 || n > 64) {
+				err = strconv.ErrRange
+			}
+			qcfg.PoolSize = uint(n)
+		default:
+			return nil, bad("url", "unknown qdrant URL parameter %q (known: collection, dimension, distance, metadata_keys, api_key, tls, exact, pool)", k)
+		}
+		if err != nil {
+			return nil, bad(k, "bad value %q: %v", v, err)
+		}
+	}
+	if qcfg.APIKey == "" {
+		qcfg.APIKey = os.Getenv(APIKeyEnv)
+	}
+	client, err := qc.NewClient(qcfg)
+	if err != nil {
+		return nil, err
+	}
+	o.CloseClient = true
+	d, err := OpenDriver(ctx, client, cfg, &o)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return d, nil
+}

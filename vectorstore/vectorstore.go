@@ -1,0 +1,436 @@
+package vectorstore
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stratamem/strata/vectorstore/driver"
+)
+
+// Record is one memory record: id, layer, kind, scope keys, text, embedding,
+// string metadata and its times. See driver.Record for the fields.
+type Record = driver.Record
+
+// Scope holds a record's thread and resource keys; empty means global.
+type Scope = driver.Scope
+
+// Filter selects records; every set field must match. See driver.Filter.
+type Filter = driver.Filter
+
+// Match is a query result: the record and its Score (higher is better).
+type Match = driver.Match
+
+// Distance is a collection's similarity function.
+type Distance = driver.Distance
+
+// Info describes an open collection.
+type Info = driver.Info
+
+// Distances.
+const (
+	Cosine    = driver.DistanceCosine
+	Dot       = driver.DistanceDot
+	Euclidean = driver.DistanceEuclidean
+)
+
+// ParseDistance parses "cosine", "dot" or "euclidean".
+func ParseDistance(s string) (Distance, error) { return driver.ParseDistance(s) }
+
+// Options configure a collection. The zero value is useful: dimension and
+// distance taken from the existing collection (cosine when creating), any
+// metadata keys, the system clock.
+type Options struct {
+	// Dimension of the vectors; required when the collection does not exist
+	// yet, checked against the stored one when it does. 0 means "as stored".
+	Dimension int
+	// Distance; zero means "as stored", and Cosine when creating. A non-zero
+	// value is checked against an existing collection.
+	Distance Distance
+	// MetadataKeys, when non-nil, closes the set of metadata keys: records
+	// carrying other keys fail with ErrInvalidRecord and filters naming
+	// other keys fail with ErrUnknownFilterField. Drivers may index these
+	// keys. Nil admits any valid key.
+	MetadataKeys []string
+	// Now stamps CreatedAt on records upserted with a zero CreatedAt;
+	// nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultListLimit is the page size of List when ListOptions.Limit is 0;
+// MaxListLimit bounds it.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 10000
+	// MaxK bounds QueryOptions.K.
+	MaxK = 10000
+)
+
+// Collection is the portable handle on one vector collection. It validates
+// and normalises every input once, then calls its driver. It is safe for
+// concurrent use; Close waits for in-flight calls to finish.
+type Collection struct {
+	drv  driver.Collection
+	info Info
+	keys map[string]bool
+	now  func() time.Time
+
+	mu     sync.RWMutex // read-held by every call, write-held by Close
+	closed bool
+}
+
+// NewCollection wraps an open driver collection. Drivers' own constructors
+// (e.g. chromem.OpenCollection) call it; most users call Open instead.
+func NewCollection(d driver.Collection, opts *Options) (*Collection, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	info := d.Info()
+	if info.Dimension <= 0 || info.Dimension > MaxDimension {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "open", Field: "dimension", Msg: "driver reported dimension " + strconv.Itoa(info.Dimension)}
+	}
+	if info.Distance == "" {
+		info.Distance = Cosine
+	}
+	c := &Collection{drv: d, info: info, now: o.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if o.MetadataKeys != nil {
+		c.keys = make(map[string]bool, len(o.MetadataKeys))
+		for _, k := range o.MetadataKeys {
+			if !ValidMetadataKey(k) {
+				return nil, &Error{Code: CodeInvalidArgument, Op: "open", Field: "metadata_keys", Msg: "invalid key " + quote(k)}
+			}
+			c.keys[k] = true
+		}
+	}
+	return c, nil
+}
+
+// Driver returns the underlying driver collection, for driver-specific features
+// and tests. Do not call its methods after Close.
+func (c *Collection) Driver() driver.Collection { return c.drv }
+
+// Info describes the collection: name, dimension, distance and driver.
+func (c *Collection) Info() Info { return c.info }
+
+func (c *Collection) enter(op string) error {
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return &Error{Code: CodeClosed, Op: op}
+	}
+	return nil
+}
+
+func (c *Collection) leave() { c.mu.RUnlock() }
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if driver.CodeOf(err) != "" {
+		return err
+	}
+	return &driverError{op: op, err: err}
+}
+
+// driverError wraps a backend failure with the operation name while keeping
+// the cause reachable through errors.Is / errors.As.
+type driverError struct {
+	op  string
+	err error
+}
+
+func (e *driverError) Error() string { return "vectorstore " + e.op + ": " + e.err.Error() }
+func (e *driverError) Unwrap() error { return e.err }
+
+// Upsert inserts or replaces records by ID. Every record is validated before
+// anything is written: on any invalid record nothing is written and the
+// error names the record and field. Within one call a repeated ID keeps its
+// last occurrence. Records with a zero CreatedAt are stamped with Options.Now.
+// Times are stored in UTC at microsecond precision; cosine vectors are stored
+// normalised to unit length.
+func (c *Collection) Upsert(ctx context.Context, recs ...Record) error {
+	const op = "upsert"
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	defer c.leave()
+	if len(recs) == 0 {
+		return nil
+	}
+	now := c.now()
+	out := make([]Record, 0, len(recs))
+	pos := make(map[string]int, len(recs))
+	for i := range recs {
+		r, err := c.prepareRecord(&recs[i], now)
+		if err != nil {
+			return err
+		}
+		if j, ok := pos[r.ID]; ok {
+			out[j] = r
+			continue
+		}
+		pos[r.ID] = len(out)
+		out = append(out, r)
+	}
+	if err := ctx.Err(); err != nil {
+		return wrap(op, err)
+	}
+	return wrap(op, c.drv.Upsert(ctx, out))
+}
+
+// Get returns the record with id, with its vector, or an error matching
+// ErrNotFound.
+func (c *Collection) Get(ctx context.Context, id string) (Record, error) {
+	const op = "get"
+	if err := c.enter(op); err != nil {
+		return Record{}, err
+	}
+	defer c.leave()
+	if id == "" {
+		return Record{}, &Error{Code: CodeInvalidArgument, Op: op, Field: "id", Msg: "empty id"}
+	}
+	if err := checkString(op, "", "id", id, MaxIDBytes, CodeInvalidArgument); err != nil {
+		return Record{}, err
+	}
+	r, found, err := c.drv.Get(ctx, id)
+	if err != nil {
+		return Record{}, wrap(op, err)
+	}
+	if !found {
+		return Record{}, &Error{Code: CodeNotFound, Op: op, ID: id}
+	}
+	return r, nil
+}
+
+// Delete removes the records with these ids. Missing ids are not an error,
+// so Delete is idempotent.
+func (c *Collection) Delete(ctx context.Context, ids ...string) error {
+	const op = "delete"
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	defer c.leave()
+	if len(ids) == 0 {
+		return nil
+	}
+	uniq := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id == "" {
+			return &Error{Code: CodeInvalidArgument, Op: op, Field: "id", Msg: "empty id"}
+		}
+		if err := checkString(op, "", "id", id, MaxIDBytes, CodeInvalidArgument); err != nil {
+			return err
+		}
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	return wrap(op, c.drv.Delete(ctx, uniq))
+}
+
+// DeleteWhere removes every record matching f and returns how many it
+// removed. The zero Filter is refused (ErrInvalidFilter) so that a missing
+// condition never empties a collection by accident.
+func (c *Collection) DeleteWhere(ctx context.Context, f Filter) (int, error) {
+	const op = "delete where"
+	if err := c.enter(op); err != nil {
+		return 0, err
+	}
+	defer c.leave()
+	nf, err := c.prepareFilter(op, f)
+	if err != nil {
+		return 0, err
+	}
+	if nf.IsZero() {
+		return 0, &Error{Code: CodeInvalidFilter, Op: op, Msg: "refusing to delete with an empty filter"}
+	}
+	n, err := c.drv.DeleteWhere(ctx, nf)
+	return n, wrap(op, err)
+}
+
+// Count returns the number of records matching f (all records for the zero
+// Filter).
+func (c *Collection) Count(ctx context.Context, f Filter) (int, error) {
+	const op = "count"
+	if err := c.enter(op); err != nil {
+		return 0, err
+	}
+	defer c.leave()
+	nf, err := c.prepareFilter(op, f)
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.drv.Count(ctx, nf)
+	return n, wrap(op, err)
+}
+
+// QueryOptions configure Query. K is required.
+type QueryOptions struct {
+	// K is the maximum number of matches, 1..MaxK. A K larger than the
+	// number of matching records returns them all.
+	K int
+	// Filter restricts the candidates before ranking (exact pre-filtering,
+	// so a selective filter never yields fewer than K matches when K exist).
+	Filter Filter
+	// WithVectors fills Record.Vector in the matches.
+	WithVectors bool
+}
+
+// Query returns the records nearest to vector, best first: Score descending,
+// ties broken by ascending ID.
+func (c *Collection) Query(ctx context.Context, vector []float32, opts QueryOptions) ([]Match, error) {
+	const op = "query"
+	if err := c.enter(op); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if opts.K <= 0 || opts.K > MaxK {
+		return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "k", Msg: "k must be in 1.." + strconv.Itoa(MaxK) + ", got " + strconv.Itoa(opts.K)}
+	}
+	v, err := c.checkVector(op, "", vector)
+	if err != nil {
+		return nil, err
+	}
+	nf, err := c.prepareFilter(op, opts.Filter)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := c.drv.Query(ctx, driver.VectorQuery{Vector: v, K: opts.K, Filter: nf, WithVectors: opts.WithVectors})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	// Re-sort defensively: the order contract is the portable layer's.
+	slices.SortStableFunc(ms, func(a, b Match) int { return driver.CompareMatches(&a, &b) })
+	if len(ms) > opts.K {
+		ms = ms[:opts.K]
+	}
+	if !opts.WithVectors {
+		for i := range ms {
+			ms[i].Record.Vector = nil
+		}
+	}
+	return ms, nil
+}
+
+// Order is the direction of List.
+type Order int
+
+// List orders.
+const (
+	Ascending  Order = iota // oldest first: (CreatedAt, ID) ascending
+	Descending              // newest first
+)
+
+// ListOptions configure List. The zero value lists the first
+// DefaultListLimit records, oldest first, without vectors.
+type ListOptions struct {
+	Filter Filter
+	// Limit is the page size, 0 means DefaultListLimit, at most MaxListLimit.
+	Limit int
+	// PageToken continues a previous List; it must come with the same
+	// Filter and Order (ErrInvalidArgument otherwise).
+	PageToken string
+	Order     Order
+	// WithVectors fills Record.Vector.
+	WithVectors bool
+}
+
+// List returns one page of records matching opts.Filter in stable
+// (CreatedAt, ID) order, and the token of the next page ("" on the last).
+// Paging is keyset based: records written while paging never cause another
+// record to be skipped or repeated.
+func (c *Collection) List(ctx context.Context, opts ListOptions) ([]Record, string, error) {
+	const op = "list"
+	if err := c.enter(op); err != nil {
+		return nil, "", err
+	}
+	defer c.leave()
+	limit := opts.Limit
+	if limit == 0 {
+		limit = DefaultListLimit
+	}
+	if limit < 0 || limit > MaxListLimit {
+		return nil, "", &Error{Code: CodeInvalidArgument, Op: op, Field: "limit", Msg: "limit must be in 0.." + strconv.Itoa(MaxListLimit)}
+	}
+	if opts.Order != Ascending && opts.Order != Descending {
+		return nil, "", &Error{Code: CodeInvalidArgument, Op: op, Field: "order", Msg: "unknown order"}
+	}
+	nf, err := c.prepareFilter(op, opts.Filter)
+	if err != nil {
+		return nil, "", err
+	}
+	desc := opts.Order == Descending
+	fp := fingerprint(nf, desc)
+	var after *driver.Cursor
+	if opts.PageToken != "" {
+		cur, err := decodeToken(opts.PageToken, fp)
+		if err != nil {
+			return nil, "", &Error{Code: CodeInvalidArgument, Op: op, Field: "page_token", Msg: err.Error()}
+		}
+		after = &cur
+	}
+	// Ask for one more than the page to know whether a next page exists,
+	// so the last page never hands out a token leading to an empty page.
+	recs, err := c.drv.List(ctx, driver.ListQuery{Filter: nf, Limit: limit + 1, After: after, Desc: desc, WithVectors: opts.WithVectors})
+	if err != nil {
+		return nil, "", wrap(op, err)
+	}
+	next := ""
+	if len(recs) > limit {
+		recs = recs[:limit]
+		last := recs[len(recs)-1]
+		next = encodeToken(driver.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}, fp)
+	}
+	if !opts.WithVectors {
+		for i := range recs {
+			recs[i].Vector = nil
+		}
+	}
+	return recs, next, nil
+}
+
+// All iterates over every record matching opts.Filter in List order, page by
+// page (opts.Limit is the page size; opts.PageToken the starting point). The
+// iteration stops at the first error, which it yields.
+func (c *Collection) All(ctx context.Context, opts ListOptions) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for {
+			recs, next, err := c.List(ctx, opts)
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			opts.PageToken = next
+		}
+	}
+}
+
+// Close closes the collection after in-flight calls finish. Later calls
+// return ErrClosed; a second Close returns nil.
+func (c *Collection) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return wrap("close", c.drv.Close())
+}
