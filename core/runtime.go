@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/stratamem/strata/projector"
 	"github.com/stratamem/strata/storage"
@@ -70,6 +71,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Cache configures prompt-cache anchoring.
 	Cache CacheConfig
+	// Tools are offered to the model next to the layers' provided
+	// functions; Session.ExecuteTool runs them. Their context state layers
+	// come from layers/toolcalls.
+	Tools []Tool
+	// ToolTimeout limits each tool execution; zero means ToolTimeout.
+	ToolTimeout time.Duration
 	// Tracer observes every assembly, e.g. to emit OpenTelemetry spans
 	// (package telemetry). Nil traces nothing.
 	Tracer AssembleTracer
@@ -96,14 +103,17 @@ type Runtime struct {
 	store      storage.Store
 	system     []projector.Entry[Item]
 	functions  map[string]int // "layer/fn" -> layer index
-	tools      []FunctionSpec
+	tools      []FunctionSpec // provided functions and tools, sorted by name
+	toolByName map[string]Tool
+	layerIndex map[string]int
 	ownedStore bool
 }
 
 // NewRuntime validates cfg and returns a runtime. Invalid configuration
 // fails here with a *ConfigError naming the field.
 func NewRuntime(cfg Config) (*Runtime, error) {
-	rt := &Runtime{cfg: cfg, logger: cfg.Logger, store: cfg.Store, functions: map[string]int{}}
+	rt := &Runtime{cfg: cfg, logger: cfg.Logger, store: cfg.Store, functions: map[string]int{},
+		toolByName: map[string]Tool{}, layerIndex: map[string]int{}}
 	if rt.logger == nil {
 		rt.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -153,6 +163,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	for k, l := range rt.layers {
 		spec := l.Spec()
 		rt.specs = append(rt.specs, spec)
+		rt.layerIndex[spec.ID] = k
 		for _, f := range spec.Functions {
 			name := spec.ID + "/" + f.Name
 			if _, dup := rt.functions[name]; dup {
@@ -165,6 +176,30 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 			}
 			rt.tools = append(rt.tools, FunctionSpec{Name: name, Description: f.Description, Parameters: canonicalJSON(params)})
 		}
+	}
+	for k, t := range cfg.Tools {
+		if t == nil {
+			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d]", k), Reason: "nil tool"}
+		}
+		spec := t.Spec()
+		if _, dup := rt.toolByName[spec.Name]; dup {
+			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q declared twice", spec.Name)}
+		}
+		if _, clash := rt.functions[spec.Name]; clash {
+			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q clashes with a provided function", spec.Name)}
+		}
+		if decl := t.State(); decl != nil {
+			if _, ok := rt.layerIndex[decl.StateID()]; !ok {
+				return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d].State", k),
+					Reason: fmt.Sprintf("tool %q declares state %q but no such layer is configured (add toolcalls.Layers(tools...))", spec.Name, decl.StateID())}
+			}
+		}
+		rt.toolByName[spec.Name] = t
+		params := spec.InputSchema
+		if len(params) == 0 {
+			params = []byte(`{"type":"object"}`)
+		}
+		rt.tools = append(rt.tools, FunctionSpec{Name: spec.Name, Description: spec.Description, Parameters: canonicalJSON(params)})
 	}
 	sort.Slice(rt.tools, func(a, b int) bool { return rt.tools[a].Name < rt.tools[b].Name })
 

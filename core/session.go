@@ -64,6 +64,9 @@ type Session struct {
 	feedback  cacheFeedback
 	prefix    string
 	logTokens int
+
+	snapshots []any // layer states seen by a running tool
+	tools     []FunctionSpec
 }
 
 // layerRun is the per-session bookkeeping of one layer.
@@ -197,12 +200,17 @@ func (s *Session) LastUsage() *Usage { return s.last }
 // Tools lists the functions the layers provide, sorted by name, with their
 // JSON schemas. Offer them to the model; route calls with CallFunction.
 func (s *Session) Tools() []FunctionSpec {
+	if s.tools != nil {
+		return s.tools
+	}
 	out := make([]FunctionSpec, 0, len(s.rt.tools))
 	for _, t := range s.rt.tools {
-		if !s.states[s.rt.functions[t.Name]].disabled {
-			out = append(out, t)
+		if k, ok := s.rt.functions[t.Name]; ok && s.states[k].disabled {
+			continue
 		}
+		out = append(out, t)
 	}
+	s.tools = out
 	return out
 }
 

@@ -27,7 +27,9 @@ func TestTokenCountingIsIncremental(t *testing.T) {
 	ctx := context.Background()
 	tk := &countingTokenizer{Tokenizer: tokens.Estimate()}
 	static := core.Layer[int]{ID: "static", Scope: core.ScopeExecution, Hooks: core.Hooks[int]{
-		Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) { return core.Text[int]("same every turn") },
+		Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) {
+			return core.Text[int]("same every turn")
+		},
 	}}
 	var history []core.Item
 	for i := 0; i < 1000; i++ {

@@ -1,0 +1,320 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON schema of the arguments, canonical bytes.
+	InputSchema json.RawMessage
+	// OutputSchema is the JSON schema of the result, if known.
+	OutputSchema json.RawMessage
+}
+
+// ToolContext is what a running tool sees of the context layers: their
+// state by layer id. Writes are applied when the tool returns successfully,
+// so a tool that fails, panics or times out changes nothing; the next
+// recall sees them.
+type ToolContext interface {
+	// Get returns the state of the layer with id (the tool's own state
+	// declaration, or any other layer). ok is false for an unknown layer.
+	Get(layerID string) (state any, ok bool)
+	// Set replaces the state of the layer with id.
+	Set(layerID string, state any) error
+	// Run identifies the run.
+	Run() RunInfo
+}
+
+// GetState is the typed form of ToolContext.Get.
+func GetState[S any](tc ToolContext, layerID string) (S, bool) {
+	v, ok := tc.Get(layerID)
+	if !ok {
+		var zero S
+		return zero, false
+	}
+	s, ok := v.(S)
+	return s, ok
+}
+
+// Tool is a tool the host offers the model. Build one with NewTool.
+type Tool interface {
+	Spec() ToolSpec
+	// State is the tool's context declaration, nil when it has none.
+	State() ToolStateDecl
+	// Execute runs the tool with the model's JSON arguments and returns the
+	// output sent back to the model. An *ArgumentError means the arguments
+	// were rejected before the tool ran.
+	Execute(ctx context.Context, tc ToolContext, arguments string) (string, error)
+}
+
+// ToolStateDecl is a tool's type-erased context declaration: the state a
+// set of tools shares, rendered by a generated layer (layers/toolcalls).
+type ToolStateDecl interface {
+	// StateID is the id of the shared layer.
+	StateID() string
+	// Layer builds the layer that holds and renders the state.
+	Layer() AnyLayer
+}
+
+// ToolState declares context state owned by tools (the spec's
+// ToolContextDeclaration). Tools that name the same ID share one layer.
+type ToolState[S any] struct {
+	// ID of the shared layer; the tool's name when empty (NewTool fills
+	// it).
+	ID string
+	// Init makes the initial state; nil means the zero value.
+	Init func() S
+	// Recall renders the state into the context; ok=false renders nothing.
+	Recall func(state S) (text string, ok bool)
+	// Scope defaults to ScopeExecution: the state lives for the run.
+	Scope Scope
+	// Slot orders the layer; 0 means SlotScratchpad.
+	Slot Slot
+	// Placement of the layer; tool state changes as tools run, so the
+	// zero value (auto) lets the runtime learn it.
+	Placement Placement
+}
+
+// StateID implements ToolStateDecl.
+func (d *ToolState[S]) StateID() string { return d.ID }
+
+// Layer implements ToolStateDecl.
+func (d *ToolState[S]) Layer() AnyLayer {
+	scope := d.Scope
+	if scope == "" {
+		scope = ScopeExecution
+	}
+	slot := d.Slot
+	if slot == 0 {
+		slot = SlotScratchpad
+	}
+	l := Layer[S]{ID: d.ID, Name: "tool state " + d.ID, Slot: slot, Scope: scope, Placement: d.Placement}
+	init := d.Init
+	l.Hooks.Init = func(_ context.Context, p InitParams) (S, error) {
+		var s S
+		if len(p.Stored) > 0 {
+			err := json.Unmarshal(p.Stored, &s)
+			return s, err
+		}
+		if init != nil {
+			s = init()
+		}
+		return s, nil
+	}
+	if render := d.Recall; render != nil {
+		l.Hooks.Recall = func(_ context.Context, p RecallParams[S]) (Recall[S], error) {
+			text, ok := render(p.State)
+			if !ok {
+				return Recall[S]{}, nil
+			}
+			return Recall[S]{Text: text}, nil
+		}
+	}
+	return l
+}
+
+// ToolDef defines a tool whose arguments decode into In and whose result
+// is an Out (a string result is sent as is, anything else as JSON).
+type ToolDef[In, Out any] struct {
+	Name        string
+	Description string
+	// State, when set, is the context the tool reads and writes through
+	// its ToolContext. An empty State.ID takes the tool's name.
+	State   ToolStateDecl
+	Execute func(ctx context.Context, in In, tc ToolContext) (Out, error)
+}
+
+type funcTool[In, Out any] struct {
+	def      ToolDef[In, Out]
+	spec     ToolSpec
+	resolved *jsonschema.Resolved
+}
+
+// NewTool builds a tool from its definition, deriving the input and output
+// JSON schemas from In and Out (struct tags `json` and `jsonschema`).
+// Arguments that do not match the input schema are rejected back to the
+// model without running the tool.
+func NewTool[In, Out any](def ToolDef[In, Out]) (Tool, error) {
+	if def.Name == "" {
+		return nil, &ConfigError{Code: CodeInvalidLayer, Field: "ToolDef.Name", Reason: "empty"}
+	}
+	if def.Execute == nil {
+		return nil, &ConfigError{Code: CodeInvalidLayer, Field: "ToolDef.Execute", Reason: "nil"}
+	}
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil, &ConfigError{Code: CodeInvalidLayer, Field: "ToolDef.Execute", Reason: fmt.Sprintf("input type: %v", err)}
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		return nil, &ConfigError{Code: CodeInvalidLayer, Field: "ToolDef.Execute", Reason: fmt.Sprintf("input schema: %v", err)}
+	}
+	inRaw, _ := json.Marshal(in)
+	t := &funcTool[In, Out]{def: def, resolved: resolved,
+		spec: ToolSpec{Name: def.Name, Description: def.Description, InputSchema: canonicalJSON(inRaw)}}
+	if out, err := jsonschema.For[Out](nil); err == nil {
+		outRaw, _ := json.Marshal(out)
+		t.spec.OutputSchema = canonicalJSON(outRaw)
+	}
+	if ts, ok := def.State.(interface{ setDefaultID(string) }); ok {
+		ts.setDefaultID(def.Name)
+	}
+	return t, nil
+}
+
+func (d *ToolState[S]) setDefaultID(id string) {
+	if d.ID == "" {
+		d.ID = id
+	}
+}
+
+// MustTool is NewTool for definitions known to be valid; it panics
+// otherwise. Use it for package-level tools.
+func MustTool[In, Out any](def ToolDef[In, Out]) Tool {
+	t, err := NewTool(def)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func (t *funcTool[In, Out]) Spec() ToolSpec       { return t.spec }
+func (t *funcTool[In, Out]) State() ToolStateDecl { return t.def.State }
+
+func (t *funcTool[In, Out]) Execute(ctx context.Context, tc ToolContext, arguments string) (string, error) {
+	var instance any
+	if err := json.Unmarshal([]byte(orEmptyObject(arguments)), &instance); err != nil {
+		return "", &ArgumentError{Function: t.spec.Name, Err: err}
+	}
+	if err := t.resolved.Validate(instance); err != nil {
+		return "", &ArgumentError{Function: t.spec.Name, Err: err}
+	}
+	in, err := DecodeArguments[In](arguments)
+	if err != nil {
+		return "", &ArgumentError{Function: t.spec.Name, Err: err}
+	}
+	out, err := t.def.Execute(ctx, in, tc)
+	if err != nil {
+		return "", err
+	}
+	if s, ok := any(out).(string); ok {
+		return s, nil
+	}
+	raw, err := marshalNoEscape(out)
+	if err != nil {
+		return "", fmt.Errorf("encode %s result: %w", t.spec.Name, err)
+	}
+	return string(raw), nil
+}
+
+// sessionToolContext buffers a tool's writes until it returns.
+type sessionToolContext struct {
+	s      *Session
+	mu     sync.Mutex
+	writes map[string]any
+	order  []string
+}
+
+func (tc *sessionToolContext) Run() RunInfo { return tc.s.info }
+
+func (tc *sessionToolContext) Get(layerID string) (any, bool) {
+	tc.mu.Lock()
+	v, ok := tc.writes[layerID]
+	tc.mu.Unlock()
+	if ok {
+		return v, true
+	}
+	k, ok := tc.s.rt.layerIndex[layerID]
+	if !ok || tc.s.states[k].disabled {
+		return nil, false
+	}
+	return tc.s.snapshots[k], true
+}
+
+func (tc *sessionToolContext) Set(layerID string, state any) error {
+	if _, ok := tc.s.rt.layerIndex[layerID]; !ok {
+		return fmt.Errorf("core: no layer %q", layerID)
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.writes == nil {
+		tc.writes = map[string]any{}
+	}
+	if _, seen := tc.writes[layerID]; !seen {
+		tc.order = append(tc.order, layerID)
+	}
+	tc.writes[layerID] = state
+	return nil
+}
+
+// ToolTimeout is the default limit of a tool's Execute.
+const ToolTimeout = 2 * time.Minute
+
+// ExecuteTool runs a call to a provided layer function or to one of the
+// runtime's tools and returns the function_call_output to record. Bad
+// arguments, a failing, panicking or hung tool all produce an output that
+// tells the model what went wrong, with no state changed; only an unknown
+// name also returns ErrUnknownFunction. It does not consult the layers'
+// beforeToolCall: call BeforeToolCall first (the agent package does).
+func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
+	if s.disposed {
+		return Item{}, ErrDisposed
+	}
+	if call.Type != TypeFunctionCall {
+		return Item{}, fmt.Errorf("%w: ExecuteTool needs a function_call", ErrInvalidItem)
+	}
+	if s.IsFunction(call.Name) {
+		return s.CallFunction(ctx, call)
+	}
+	tool, ok := s.rt.toolByName[call.Name]
+	if !ok {
+		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown tool %q", call.Name)),
+			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
+	}
+	// Tools read state from a snapshot taken now and write through a
+	// buffer: a late write from a timed-out tool cannot race the session.
+	s.snapshots = s.snapshots[:0]
+	for _, inst := range s.insts {
+		s.snapshots = append(s.snapshots, inst.stateValue())
+	}
+	tc := &sessionToolContext{s: s}
+	timeout := s.rt.cfg.ToolTimeout
+	if timeout <= 0 {
+		timeout = ToolTimeout
+	}
+	out, kind, err := callHook(ctx, timeout, func(ctx context.Context) (string, error) {
+		return tool.Execute(ctx, tc, call.Arguments)
+	})
+	if err != nil {
+		var argErr *ArgumentError
+		if errors.As(err, &argErr) {
+			kind = KindRejected
+		}
+		s.diagnose("tool:"+call.Name, "execute", kind, err)
+		msg := err.Error()
+		if kind == KindPanic {
+			msg = "the tool failed unexpectedly"
+		}
+		return FunctionCallOutput(call.CallID, "error: "+msg), nil
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	var errs []error
+	for _, id := range tc.order {
+		k := s.rt.layerIndex[id]
+		if err := s.insts[k].setStateValue(ctx, tc.writes[id]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return FunctionCallOutput(call.CallID, out), errors.Join(errs...)
+}
