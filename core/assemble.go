@@ -99,7 +99,7 @@ type LayerUsage struct {
 	LayerID   string
 	Slot      Slot
 	Placement Placement
-	// Band is where the output landed: BandAnchor or BandLive.
+	// Band is where the output landed: BandAnchor, BandLive or BandTail.
 	Band   Band
 	Served Served
 	// Tokens the layer's output occupies in the view; Budget is its
@@ -196,7 +196,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		reanchored = true
 		arr = s.arrange(ctx, outs, hashes)
 	}
-	in := projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates}
+	in := projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates, Tail: arr.tail}
 	pv, err := projector.Assemble(in, rt.cfg.Policy)
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		s.startEpoch(ReasonUpdatesOverBudget, outs, hashes)
 		reanchored = true
 		arr = s.arrange(ctx, outs, hashes)
-		in.Anchor, in.Live, in.Updates = arr.anchor, arr.live, arr.updates
+		in.Anchor, in.Live, in.Updates, in.Tail = arr.anchor, arr.live, arr.updates, arr.tail
 		if pv, err = projector.Assemble(in, rt.cfg.Policy); err != nil {
 			return nil, err
 		}
@@ -223,7 +223,9 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 			Served: arr.served[k], Disabled: s.states[k].disabled, Band: BandAnchor, Update: arr.actions[k],
 			ChurnRate: st.churn(), Truncated: o.truncated}
 		entries := o.entries
-		if !rt.cfg.Cache.Disabled {
+		if spec.Placement == PlacementTail {
+			lu.Band = BandTail
+		} else if !rt.cfg.Cache.Disabled {
 			lu.Band = s.epoch.band[k]
 			if lu.Band == BandAnchor {
 				entries = s.epoch.pins[k]

@@ -149,10 +149,10 @@ func (s *Session) ReportCache(r CacheReport) {
 
 // arrangement is the banded layer output of one assembly.
 type arrangement struct {
-	anchor, live, updates []projector.Entry[Item]
-	actions               []string // per layer: update action or ""
-	served                []Served
-	updateTokens          int
+	anchor, live, updates, tail []projector.Entry[Item]
+	actions                     []string // per layer: update action or ""
+	served                      []Served
+	updateTokens                int
 }
 
 var hashSeed = maphash.MakeSeed()
@@ -236,6 +236,8 @@ func (s *Session) bandFor(k int) Band {
 	spec := s.insts[k].spec()
 	st := &s.stats[k]
 	switch {
+	case spec.Placement == PlacementTail:
+		return BandTail
 	case spec.Placement == PlacementLive, st.stateful:
 		return BandLive
 	case spec.Placement == PlacementAnchor:
@@ -296,7 +298,11 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 	a := arrangement{actions: make([]string, len(s.insts)), served: make([]Served, len(s.insts))}
 	if s.rt.cfg.Cache.Disabled {
 		for k := range outs {
-			a.anchor = append(a.anchor, outs[k].entries...)
+			if s.insts[k].spec().Placement == PlacementTail {
+				a.tail = append(a.tail, outs[k].entries...)
+			} else {
+				a.anchor = append(a.anchor, outs[k].entries...)
+			}
 			a.served[k] = outs[k].served
 		}
 		return a
@@ -304,6 +310,11 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 	ep := &s.epoch
 	var b strings.Builder
 	for k := range outs {
+		if ep.band[k] == BandTail {
+			a.tail = append(a.tail, outs[k].entries...)
+			a.served[k] = outs[k].served
+			continue
+		}
 		if ep.band[k] == BandLive {
 			a.live = append(a.live, outs[k].entries...)
 			a.served[k] = outs[k].served

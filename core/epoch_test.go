@@ -446,3 +446,17 @@ func FuzzChurn(f *testing.F) {
 		}
 	})
 }
+
+func TestTailPlacement(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		s := start(t, core.Config{Cache: core.CacheConfig{Disabled: disabled}, Layers: []core.AnyLayer{
+			scriptedLayer("guide", core.SlotSteering, core.PlacementTail, &scripted{"be brief"}),
+			scriptedLayer("live", 300, core.PlacementLive, &scripted{"clock"}),
+		}})
+		v := turn(t, s, "q")
+		items := v.Items()
+		if last := items[len(items)-1]; last.Text() != "be brief" || v.Usage.Layer("guide").Band != core.BandTail {
+			t.Fatalf("disabled=%v: last item %q, band %v", disabled, last.Text(), v.Usage.Layer("guide").Band)
+		}
+	}
+}

@@ -48,6 +48,10 @@ const (
 	PlacementAnchor Placement = "anchor"
 	// PlacementLive renders after history, fresh every turn.
 	PlacementLive Placement = "live"
+	// PlacementTail renders last, after the context updates, fresh every
+	// turn: steering guidance. The tail is claimed before history under a
+	// budget, and stays in place when anchoring is disabled.
+	PlacementTail Placement = "tail"
 )
 
 // InitErrorPolicy says what an init failure does.

@@ -249,7 +249,7 @@ func validateSpec(s LayerSpec) error {
 		return bad(CodeInvalidLayer, "Scope", fmt.Sprintf("unknown scope %q", s.Scope))
 	}
 	switch s.Placement {
-	case PlacementAuto, PlacementAnchor, PlacementLive:
+	case PlacementAuto, PlacementAnchor, PlacementLive, PlacementTail:
 	default:
 		return bad(CodeInvalidLayer, "Placement", fmt.Sprintf("unknown placement %q", s.Placement))
 	}
