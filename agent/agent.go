@@ -1,0 +1,249 @@
+// Package agent is an optional, small agent loop over the strata runtime:
+// assemble the view, call the model, record what it wrote, run its tool
+// calls (steering first, then the layers' provided functions or the
+// runtime's tools), and go round again until the model stops calling tools,
+// a round limit is reached or a custom condition says stop. It feeds the
+// provider's cache figures back to the runtime, marking the first round of
+// each turn, so cache-miss re-anchoring and blind-provider detection work.
+//
+// Everything it does goes through core.Session, so a host that wants its
+// own loop can copy the forty lines of Turn.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/provider"
+)
+
+// Options configure an Agent.
+type Options struct {
+	// Model answers each round. Required.
+	Model provider.Model
+	// MaxRounds caps the model calls of one turn; zero means 16.
+	MaxRounds int
+	// Until, when set, is asked after each round with the items the model
+	// just wrote; returning true ends the turn even if it called tools.
+	Until func(round int, items []core.Item) bool
+	// MaxOutputTokens is passed to the model; zero uses its default.
+	MaxOutputTokens int
+	// Retries is how often a retryable provider error (429, 5xx, timeout)
+	// is retried per round, honouring the provider's retry-after advice;
+	// zero means 2, negative means none.
+	Retries int
+	// Backoff is the wait before the first retry when the provider gives
+	// no advice, doubled each time; zero means one second.
+	Backoff time.Duration
+	// Sleep waits between retries; nil means a context-aware timer. Tests
+	// inject a fake.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Agent runs turns on sessions.
+type Agent struct {
+	opts Options
+}
+
+// New validates the options.
+func New(opts Options) (*Agent, error) {
+	if opts.Model == nil {
+		return nil, &core.ConfigError{Code: core.CodeInvalidRun, Field: "Options.Model", Reason: "nil"}
+	}
+	if opts.MaxRounds < 0 {
+		return nil, &core.ConfigError{Code: core.CodeInvalidRun, Field: "Options.MaxRounds", Reason: "negative"}
+	}
+	if opts.MaxRounds == 0 {
+		opts.MaxRounds = 16
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 2
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	return &Agent{opts: opts}, nil
+}
+
+// Stop reasons of a turn.
+const (
+	StopNoToolCalls = "no_tool_calls"
+	StopMaxRounds   = "max_rounds"
+	StopUntil       = "until"
+)
+
+// Result reports one turn.
+type Result struct {
+	// Items are what the turn added to the log after the input: model
+	// output and tool outputs, in order.
+	Items []core.Item
+	// Rounds is the number of model calls made.
+	Rounds int
+	// Stop says why the turn ended.
+	Stop string
+	// Views are the views sent, one per round; Cache the provider's
+	// figures for each round.
+	Views []*core.View
+	Cache []core.CacheReport
+}
+
+// Text is the text of the last assistant message of the turn.
+func (r *Result) Text() string {
+	for i := len(r.Items) - 1; i >= 0; i-- {
+		if it := r.Items[i]; it.Type == core.TypeMessage && it.Role == core.RoleAssistant {
+			return it.Text()
+		}
+	}
+	return ""
+}
+
+// Turn appends the input (a user message, usually) and runs rounds until
+// the model stops calling tools. A provider error ends the turn with that
+// error after the retries; what was recorded before stays consistent:
+// every function call in the log has its output.
+func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (*Result, error) {
+	if err := s.Append(ctx, input...); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for round := 0; ; round++ {
+		if round == a.opts.MaxRounds {
+			res.Stop = StopMaxRounds
+			return res, nil
+		}
+		view, err := s.Assemble(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Views = append(res.Views, view)
+		resp, err := a.respond(ctx, provider.Request{View: view, ThreadID: s.Run().ThreadID, MaxOutputTokens: a.opts.MaxOutputTokens})
+		if err != nil {
+			return res, err
+		}
+		res.Rounds++
+		report := resp.Cache
+		report.FirstRound = round == 0
+		s.ReportCache(report)
+		res.Cache = append(res.Cache, report)
+		if err := s.Record(ctx, resp.Items...); err != nil {
+			return res, err
+		}
+		res.Items = append(res.Items, resp.Items...)
+
+		calls := 0
+		var callErr error
+		for _, it := range resp.Items {
+			if it.Type != core.TypeFunctionCall {
+				continue
+			}
+			calls++
+			// After a failure the remaining calls still get an output (the
+			// log never holds a call without one), but do not run.
+			var out core.Item
+			if callErr != nil {
+				out = core.FunctionCallOutput(it.CallID, "error: not run: an earlier call of this round failed")
+			} else {
+				var err error
+				out, err = a.runCall(ctx, s, it)
+				if err != nil && !errors.Is(err, core.ErrUnknownFunction) {
+					callErr = err
+				}
+			}
+			if err := s.Append(context.WithoutCancel(ctx), out); err != nil {
+				return res, errors.Join(callErr, err)
+			}
+			res.Items = append(res.Items, out)
+		}
+		if callErr != nil {
+			return res, callErr
+		}
+		if a.opts.Until != nil && a.opts.Until(round, resp.Items) {
+			res.Stop = StopUntil
+			return res, nil
+		}
+		if calls == 0 {
+			res.Stop = StopNoToolCalls
+			return res, nil
+		}
+	}
+}
+
+// runCall asks the steering layers, then runs the call. It always returns
+// an output item, so the call is never left without one: a cancelled turn
+// records that it was cancelled.
+func (a *Agent) runCall(ctx context.Context, s *core.Session, call core.Item) (core.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return core.FunctionCallOutput(call.CallID, "error: the turn was cancelled before the call ran"), err
+	}
+	decision, err := s.BeforeToolCall(ctx, call)
+	if err != nil {
+		return core.FunctionCallOutput(call.CallID, "error: the call could not be checked"), err
+	}
+	if !decision.Allowed {
+		return decision.Output, nil
+	}
+	return s.ExecuteTool(ctx, decision.Call)
+}
+
+func (a *Agent) respond(ctx context.Context, req provider.Request) (*provider.Response, error) {
+	backoff := a.opts.Backoff
+	for attempt := 0; ; attempt++ {
+		resp, err := a.opts.Model.Respond(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		var perr *provider.Error
+		if !errors.As(err, &perr) || !perr.Retryable || attempt >= a.opts.Retries || ctx.Err() != nil {
+			return nil, err
+		}
+		wait := backoff
+		if perr.RetryAfter > 0 {
+			wait = perr.RetryAfter
+		}
+		if err := a.opts.Sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("agent: waiting to retry: %w", err)
+		}
+		backoff *= 2
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Spawn runs a child agent on a child session of parent for one task and
+// hands its final assistant message back: onSpawn and onReturn fire on the
+// parent's layers. The child uses the same model unless child is non-nil.
+func (a *Agent) Spawn(ctx context.Context, parent *core.Session, task string, child *Agent) (*Result, error) {
+	if child == nil {
+		child = a
+	}
+	cs, err := parent.Spawn(ctx, core.SpawnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	res, err := child.Turn(ctx, cs, core.UserMessage(task))
+	var result []core.Item
+	if res != nil {
+		if text := res.Text(); text != "" {
+			result = []core.Item{core.AssistantMessage(text)}
+		}
+	}
+	if rerr := parent.Return(ctx, cs, result); rerr != nil {
+		return res, errors.Join(err, rerr)
+	}
+	return res, err
+}

@@ -1,0 +1,222 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratamem/strata/agent"
+	"github.com/stratamem/strata/cachesim"
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/scripted"
+)
+
+type counter struct{ N int }
+
+type incArgs struct {
+	By int `json:"by"`
+}
+
+func counterLayer() core.Layer[counter] {
+	return core.Layer[counter]{ID: "counter", Slot: 100, Scope: core.ScopeExecution,
+		Hooks: core.Hooks[counter]{
+			Recall: func(_ context.Context, p core.RecallParams[counter]) (core.Recall[counter], error) {
+				return core.Text[counter](strings.Repeat("counter state. ", 80) + string(rune('0'+p.State.N)))
+			},
+			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[counter]) (core.ToolDecision[counter], error) {
+				if p.Call.Name == "rm_rf" {
+					return core.ToolDecision[counter]{Verdict: core.Deny, Reason: "destructive commands are not allowed"}, nil
+				}
+				return core.ToolDecision[counter]{}, nil
+			},
+		},
+		Functions: []core.Function[counter]{core.NewFunction("inc", "Increment.", func(_ context.Context, s counter, a incArgs) (string, *counter, error) {
+			next := counter{N: s.N + a.By}
+			return "ok", &next, nil
+		})},
+	}
+}
+
+func TestTurnRunsToolsUntilDone(t *testing.T) {
+	ctx := context.Background()
+	echo := core.MustTool(core.ToolDef[struct {
+		Text string `json:"text"`
+	}, string]{Name: "echo", Execute: func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}, _ core.ToolContext) (string, error) {
+		return in.Text, nil
+	}})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{counterLayer()}, Tools: []core.Tool{echo},
+		System: []core.Item{core.SystemMessage(strings.Repeat("You are a careful agent. ", 200))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, _ := cachesim.NewAnthropic(cachesim.AnthropicOptions{})
+	model := &scripted.Model{Cache: sim, Script: func(req provider.Request, call int) ([]core.Item, error) {
+		switch call {
+		case 0:
+			return []core.Item{core.FunctionCall("a", "counter/inc", `{"by":2}`), core.FunctionCall("b", "echo", `{"text":"hi"}`)}, nil
+		case 1:
+			return []core.Item{core.FunctionCall("c", "rm_rf", `{}`), core.FunctionCall("d", "nope", `{}`)}, nil
+		}
+		return []core.Item{core.AssistantMessage("done")}, nil
+	}}
+	a, err := agent.New(agent.Options{Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+	res, err := a.Turn(ctx, s, core.UserMessage("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rounds != 3 || res.Stop != agent.StopNoToolCalls || res.Text() != "done" {
+		t.Fatalf("result = %+v", res)
+	}
+	outputs := map[string]string{}
+	for _, it := range s.Items() {
+		if it.Type == core.TypeFunctionCallOutput {
+			outputs[it.CallID] = it.Output
+		}
+	}
+	if outputs["a"] != "ok" || outputs["b"] != "hi" || !strings.Contains(outputs["c"], "denied by counter") ||
+		!strings.Contains(outputs["d"], "unknown tool") {
+		t.Fatalf("outputs = %v", outputs)
+	}
+	if st, _ := core.State[counter](s, "counter"); st.N != 2 {
+		t.Fatalf("counter = %d", st.N)
+	}
+	if !res.Cache[0].FirstRound || res.Cache[1].FirstRound || !res.Cache[1].Reported {
+		t.Fatalf("cache reports = %+v", res.Cache)
+	}
+	// The second round reads the system prompt and anchor from the cache.
+	if res.Cache[1].ReadTokens == 0 {
+		t.Fatalf("no cache read on round 2: %+v", res.Cache[1])
+	}
+}
+
+type flaky struct {
+	errs  []error
+	calls int
+}
+
+func (f *flaky) Respond(ctx context.Context, req provider.Request) (*provider.Response, error) {
+	f.calls++
+	if len(f.errs) > 0 {
+		err := f.errs[0]
+		f.errs = f.errs[1:]
+		return nil, err
+	}
+	return &provider.Response{Items: []core.Item{core.AssistantMessage("finally")}}, nil
+}
+
+func TestRetriesAndTypedErrors(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := core.NewRuntime(core.Config{})
+	var waits []time.Duration
+	sleep := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+	f := &flaky{errs: []error{
+		&provider.Error{Provider: "x", StatusCode: 429, Retryable: true, RetryAfter: 3 * time.Second},
+		&provider.Error{Provider: "x", StatusCode: 503, Retryable: true},
+	}}
+	a, _ := agent.New(agent.Options{Model: f, Sleep: sleep})
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	res, err := a.Turn(ctx, s, core.UserMessage("hi"))
+	if err != nil || res.Text() != "finally" || f.calls != 3 {
+		t.Fatalf("res=%+v err=%v calls=%d", res, err, f.calls)
+	}
+	if len(waits) != 2 || waits[0] != 3*time.Second || waits[1] != 2*time.Second {
+		t.Fatalf("waits = %v", waits)
+	}
+	// A non-retryable error ends the turn, typed, with nothing half-recorded.
+	f = &flaky{errs: []error{&provider.Error{Provider: "x", StatusCode: 400, Message: "bad request"}}}
+	a, _ = agent.New(agent.Options{Model: f, Sleep: sleep})
+	s, _ = rt.Start(ctx, core.RunOptions{})
+	_, err = a.Turn(ctx, s, core.UserMessage("hi"))
+	var perr *provider.Error
+	if !errors.As(err, &perr) || perr.StatusCode != 400 || !errors.Is(err, provider.ErrProvider) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(s.Items()); n != 1 {
+		t.Fatalf("log has %d items after a failed call, want only the input", n)
+	}
+}
+
+func TestCancelledTurnLeavesNoDanglingCall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{counterLayer()}})
+	model := &scripted.Model{Script: func(req provider.Request, call int) ([]core.Item, error) {
+		cancel() // the host gives up while the model answers
+		return []core.Item{core.FunctionCall("a", "counter/inc", `{"by":1}`), core.FunctionCall("b", "counter/inc", `{"by":1}`)}, nil
+	}}
+	a, _ := agent.New(agent.Options{Model: model})
+	s, _ := rt.Start(context.Background(), core.RunOptions{})
+	_, err := a.Turn(ctx, s, core.UserMessage("go"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	calls, outs := 0, 0
+	for _, it := range s.Items() {
+		switch it.Type {
+		case core.TypeFunctionCall:
+			calls++
+		case core.TypeFunctionCallOutput:
+			outs++
+		}
+	}
+	if calls != outs {
+		t.Fatalf("%d calls but %d outputs", calls, outs)
+	}
+}
+
+func TestMaxRoundsAndUntil(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{counterLayer()}})
+	loop := &scripted.Model{Script: func(req provider.Request, call int) ([]core.Item, error) {
+		return []core.Item{core.FunctionCall(string(rune('a'+call)), "counter/inc", `{"by":1}`)}, nil
+	}}
+	a, _ := agent.New(agent.Options{Model: loop, MaxRounds: 3})
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	res, err := a.Turn(ctx, s, core.UserMessage("go"))
+	if err != nil || res.Stop != agent.StopMaxRounds || res.Rounds != 3 {
+		t.Fatalf("res = %+v err = %v", res, err)
+	}
+	a, _ = agent.New(agent.Options{Model: loop, Until: func(round int, _ []core.Item) bool { return round == 1 }})
+	s, _ = rt.Start(ctx, core.RunOptions{})
+	if res, _ := a.Turn(ctx, s, core.UserMessage("go")); res.Stop != agent.StopUntil || res.Rounds != 2 {
+		t.Fatalf("until: %+v", res)
+	}
+}
+
+func TestSpawnFiresParentHooks(t *testing.T) {
+	ctx := context.Background()
+	var spawned, returned string
+	layer := core.Layer[string]{ID: "notes", Scope: core.ScopeExecution, Hooks: core.Hooks[string]{
+		OnSpawn: func(_ context.Context, p core.SpawnParams[string]) (core.SpawnResult[string], error) {
+			spawned = p.Child.ParentRunID
+			return core.SpawnResult[string]{}, nil
+		},
+		OnReturn: func(_ context.Context, p core.ReturnParams[string]) (*string, error) {
+			returned = p.Result[0].Text()
+			return &returned, nil
+		},
+	}}
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
+	model := &scripted.Model{Script: func(req provider.Request, call int) ([]core.Item, error) {
+		return []core.Item{core.AssistantMessage("child result")}, nil
+	}}
+	a, _ := agent.New(agent.Options{Model: model})
+	parent, _ := rt.Start(ctx, core.RunOptions{RunID: "parent"})
+	if _, err := a.Spawn(ctx, parent, "research this", nil); err != nil {
+		t.Fatal(err)
+	}
+	if spawned != "parent" || returned != "child result" {
+		t.Fatalf("spawned=%q returned=%q", spawned, returned)
+	}
+	if st, _ := core.State[string](parent, "notes"); st != "child result" {
+		t.Fatalf("parent state = %q", st)
+	}
+}

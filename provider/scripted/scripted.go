@@ -1,0 +1,134 @@
+// Package scripted is a provider.Model that answers from a Go function
+// instead of a network model: for examples, demos and tests that must run
+// offline. When given a cache simulator it also reports realistic cache
+// figures: the view is turned into the request a provider would receive
+// (one block per item, cache breakpoints where the view asks for them) and
+// sent through github.com/stratamem/strata/cachesim.
+//
+// It is not a language model and does not pretend to be one: what it
+// answers is exactly what the script returns.
+package scripted
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/stratamem/strata/cachesim"
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/tokens"
+)
+
+// Script decides the model's output for a request. call counts the calls
+// made to the model so far, from 0.
+type Script func(req provider.Request, call int) ([]core.Item, error)
+
+// Model is a scripted provider.Model.
+type Model struct {
+	// Script answers each call. Required.
+	Script Script
+	// Cache, when set, simulates the provider's prompt cache and fills
+	// Response.Cache with its figures.
+	Cache cachesim.Simulator
+	// Name is the model name sent to the simulator (its minimum cacheable
+	// length can depend on it); "scripted" when empty.
+	Name string
+	// Tokenizer counts tokens per item; tokens.Estimate() when nil.
+	Tokenizer tokens.Tokenizer
+	// Clock gives each request's time; nil starts at 2026-01-01 and
+	// advances 30 s per call, so TTLs behave deterministically.
+	Clock func() time.Time
+
+	mu    sync.Mutex
+	calls int
+}
+
+// ErrNoScript is returned when Script is nil.
+var ErrNoScript = errors.New("scripted: no script")
+
+// Respond implements provider.Model.
+func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Response, error) {
+	if m.Script == nil {
+		return nil, ErrNoScript
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &provider.Error{Provider: "scripted", Message: "request cancelled", Retryable: true, Err: err}
+	}
+	m.mu.Lock()
+	call := m.calls
+	m.calls++
+	m.mu.Unlock()
+	items, err := m.Script(req, call)
+	if err != nil {
+		return nil, err
+	}
+	resp := &provider.Response{Items: items, Model: m.name(), StopReason: "end_turn"}
+	for _, it := range items {
+		if it.Type == core.TypeFunctionCall {
+			resp.StopReason = "tool_use"
+		}
+	}
+	tk := m.Tokenizer
+	if tk == nil {
+		tk = tokens.Estimate()
+	}
+	sim := Request(req.View, tk)
+	sim.Model = m.name()
+	sim.At = m.now(call)
+	resp.InputTokens = sim.Tokens()
+	for _, it := range items {
+		resp.OutputTokens += tk.Count(it.Text()) + core.ItemOverhead
+	}
+	if m.Cache != nil {
+		u, err := m.Cache.Send(sim)
+		if err != nil {
+			return nil, err
+		}
+		resp.Cache = core.CacheReport{Reported: true, ReadTokens: u.ReadTokens, WriteTokens: u.WriteTokens(), UncachedTokens: u.UncachedTokens}
+	}
+	return resp, nil
+}
+
+func (m *Model) name() string {
+	if m.Name == "" {
+		return "scripted"
+	}
+	return m.Name
+}
+
+func (m *Model) now(call int) time.Time {
+	if m.Clock != nil {
+		return m.Clock()
+	}
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(call) * 30 * time.Second)
+}
+
+// Request turns a view into the block sequence a provider would receive:
+// one block for the tool schemas, then one block per item, with a cache
+// breakpoint after each block the view names (the tools are covered by the
+// system breakpoint, as on Anthropic). Token counts are the runtime's
+// (text plus core.ItemOverhead per item).
+func Request(v *core.View, tk tokens.Tokenizer) cachesim.Request {
+	var req cachesim.Request
+	if len(v.Tools) > 0 {
+		raw, _ := json.Marshal(v.Tools)
+		n := 0
+		for _, t := range v.Tools {
+			n += tk.Count(t.Name+" "+t.Description+" "+string(t.Parameters)) + core.ItemOverhead
+		}
+		req.Blocks = append(req.Blocks, cachesim.Block{Hash: sha256.Sum256(raw), Tokens: n})
+	}
+	offset := len(req.Blocks)
+	for _, it := range v.Items() {
+		raw, _ := json.Marshal(it)
+		req.Blocks = append(req.Blocks, cachesim.Block{Hash: sha256.Sum256(raw), Tokens: tk.Count(it.Text()) + core.ItemOverhead})
+	}
+	for _, bp := range v.Breakpoints {
+		req.Blocks[offset+bp.Index].Breakpoint = true
+	}
+	return req
+}
