@@ -83,14 +83,22 @@ type Result struct {
 	// Items are what the turn added to the log after the input: model
 	// output and tool outputs, in order.
 	Items []core.Item
-	// Rounds is the number of model calls made.
-	Rounds int
+	// Rounds are the model calls made, in order.
+	Rounds []Round
 	// Stop says why the turn ended.
 	Stop string
-	// Views are the views sent, one per round; Cache the provider's
-	// figures for each round.
-	Views []*core.View
-	Cache []core.CacheReport
+}
+
+// Round is one model call of a turn.
+type Round struct {
+	// View is what was sent.
+	View *core.View
+	// Cache is the provider's figures, FirstRound set on the first.
+	Cache core.CacheReport
+	// Output is what the model wrote; ToolOutputs the outputs of its
+	// calls, in the same order.
+	Output      []core.Item
+	ToolOutputs []core.Item
 }
 
 // Text is the text of the last assistant message of the turn.
@@ -121,16 +129,15 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 		if err != nil {
 			return res, err
 		}
-		res.Views = append(res.Views, view)
 		resp, err := a.respond(ctx, provider.Request{View: view, ThreadID: s.Run().ThreadID, MaxOutputTokens: a.opts.MaxOutputTokens})
 		if err != nil {
 			return res, err
 		}
-		res.Rounds++
 		report := resp.Cache
 		report.FirstRound = round == 0
 		s.ReportCache(report)
-		res.Cache = append(res.Cache, report)
+		res.Rounds = append(res.Rounds, Round{View: view, Cache: report, Output: resp.Items})
+		cur := &res.Rounds[len(res.Rounds)-1]
 		if err := s.Record(ctx, resp.Items...); err != nil {
 			return res, err
 		}
@@ -159,6 +166,7 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 				return res, errors.Join(callErr, err)
 			}
 			res.Items = append(res.Items, out)
+			cur.ToolOutputs = append(cur.ToolOutputs, out)
 		}
 		if callErr != nil {
 			return res, callErr

@@ -73,7 +73,7 @@ func TestTurnRunsToolsUntilDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Rounds != 3 || res.Stop != agent.StopNoToolCalls || res.Text() != "done" {
+	if len(res.Rounds) != 3 || res.Stop != agent.StopNoToolCalls || res.Text() != "done" {
 		t.Fatalf("result = %+v", res)
 	}
 	outputs := map[string]string{}
@@ -89,12 +89,12 @@ func TestTurnRunsToolsUntilDone(t *testing.T) {
 	if st, _ := core.State[counter](s, "counter"); st.N != 2 {
 		t.Fatalf("counter = %d", st.N)
 	}
-	if !res.Cache[0].FirstRound || res.Cache[1].FirstRound || !res.Cache[1].Reported {
-		t.Fatalf("cache reports = %+v", res.Cache)
+	if !res.Rounds[0].Cache.FirstRound || res.Rounds[1].Cache.FirstRound || !res.Rounds[1].Cache.Reported {
+		t.Fatalf("cache reports = %+v", res.Rounds)
 	}
 	// The second round reads the system prompt and anchor from the cache.
-	if res.Cache[1].ReadTokens == 0 {
-		t.Fatalf("no cache read on round 2: %+v", res.Cache[1])
+	if res.Rounds[1].Cache.ReadTokens == 0 {
+		t.Fatalf("no cache read on round 2: %+v", res.Rounds[1].Cache)
 	}
 }
 
@@ -181,12 +181,12 @@ func TestMaxRoundsAndUntil(t *testing.T) {
 	a, _ := agent.New(agent.Options{Model: loop, MaxRounds: 3})
 	s, _ := rt.Start(ctx, core.RunOptions{})
 	res, err := a.Turn(ctx, s, core.UserMessage("go"))
-	if err != nil || res.Stop != agent.StopMaxRounds || res.Rounds != 3 {
+	if err != nil || res.Stop != agent.StopMaxRounds || len(res.Rounds) != 3 {
 		t.Fatalf("res = %+v err = %v", res, err)
 	}
 	a, _ = agent.New(agent.Options{Model: loop, Until: func(round int, _ []core.Item) bool { return round == 1 }})
 	s, _ = rt.Start(ctx, core.RunOptions{})
-	if res, _ := a.Turn(ctx, s, core.UserMessage("go")); res.Stop != agent.StopUntil || res.Rounds != 2 {
+	if res, _ := a.Turn(ctx, s, core.UserMessage("go")); res.Stop != agent.StopUntil || len(res.Rounds) != 2 {
 		t.Fatalf("until: %+v", res)
 	}
 }

@@ -17,7 +17,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/stratamem/strata/agent"
+	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/scripted"
 	"github.com/stratamem/strata/storage/filestore"
 	"github.com/stratamem/strata/tokens"
 )
@@ -30,6 +34,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// systemPrompt is long enough to be cacheable (Anthropic caches prefixes of
+// 1024 tokens and more), as real agents' prompts are.
+var systemPrompt = "You are a helpful assistant for a small engineering team.\n" + strings.Repeat(
+	"Be precise and brief. Prefer metric units. Cite the notes you rely on. When a request is ambiguous, ask one short question. ", 45)
 
 // notes is the state of the thread-scoped notes layer.
 type notes struct {
@@ -79,22 +88,27 @@ func layers() []core.AnyLayer {
 	return []core.AnyLayer{instructions, memory, clock}
 }
 
-// scriptedModel answers from a script keyed by the user's last message.
-func scriptedModel(view *core.View, call int) []core.Item {
+// scriptedModel answers from a script keyed by the user's last message
+// and whether it already called a tool since.
+func scriptedModel(view *core.View) []core.Item {
 	var last string
+	called := false
 	for _, it := range view.Band(core.BandHistory) {
-		if it.Type == core.TypeMessage && it.Role == core.RoleUser {
-			last = it.Text()
+		switch {
+		case it.Type == core.TypeMessage && it.Role == core.RoleUser:
+			last, called = it.Text(), false
+		case it.Type == core.TypeFunctionCall:
+			called = true
 		}
 	}
 	switch {
-	case strings.Contains(last, "Ada") && call == 0:
+	case strings.Contains(last, "Ada") && !called:
 		return []core.Item{core.FunctionCall("call-1", "notes/add", `{"text":"The user's name is Ada; she prefers metric units."}`)}
 	case strings.Contains(last, "Ada"):
 		return []core.Item{core.AssistantMessage("Nice to meet you, Ada.")}
 	case strings.Contains(last, "name"):
 		for _, it := range view.Items() {
-			if strings.Contains(it.Text(), "Ada") && it.Role == core.RoleDeveloper {
+			if strings.Contains(it.Text(), "name is Ada") && it.Role == core.RoleDeveloper {
 				return []core.Item{core.AssistantMessage("You are Ada, and you prefer metric units.")}
 			}
 		}
@@ -111,6 +125,20 @@ func run(ctx context.Context, w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
+	// The scripted model stands in for a provider; the simulator plays
+	// Anthropic's prompt cache so the figures are what a real call with
+	// these breakpoints would report.
+	sim, err := cachesim.NewAnthropic(cachesim.AnthropicOptions{})
+	if err != nil {
+		return err
+	}
+	model := &scripted.Model{Cache: sim, Tokenizer: tk, Script: func(req provider.Request, call int) ([]core.Item, error) {
+		return scriptedModel(req.View), nil
+	}}
+	loop, err := agent.New(agent.Options{Model: model})
+	if err != nil {
+		return err
+	}
 	script := [][]string{
 		{"Hi, I am Ada and I like metric units.", "Thanks!"},
 		{"Do you remember my name?"},
@@ -123,7 +151,7 @@ func run(ctx context.Context, w io.Writer, dir string) error {
 		}
 		rt, err := core.NewRuntime(core.Config{
 			Layers:    layers(),
-			System:    []core.Item{core.SystemMessage("You are a helpful assistant.")},
+			System:    []core.Item{core.SystemMessage(systemPrompt)},
 			Store:     store,
 			Tokenizer: tk,
 			Policy:    &core.Policy{TokenBudget: 8000, ResponseReserve: 1000},
@@ -137,36 +165,20 @@ func run(ctx context.Context, w io.Writer, dir string) error {
 		}
 		fmt.Fprintf(w, "\n######## run %d of thread %q ########\n", runNo+1, sess.Run().ThreadID)
 		for _, user := range turns {
-			if err := sess.Append(ctx, core.UserMessage(user)); err != nil {
+			fmt.Fprintf(w, "\nuser > %s\n", user)
+			res, err := loop.Turn(ctx, sess, core.UserMessage(user))
+			if err != nil {
 				return err
 			}
-			for call := 0; ; call++ {
-				view, err := sess.Assemble(ctx)
-				if err != nil {
-					return err
-				}
-				printView(w, view)
-				out := scriptedModel(view, call)
-				if err := sess.Record(ctx, out...); err != nil {
-					return err
-				}
-				calls := 0
-				for _, it := range out {
+			for _, round := range res.Rounds {
+				printView(w, round.View)
+				c := round.Cache
+				fmt.Fprintf(w, "  cache (simulated Anthropic): read %d, write %d, uncached %d tokens\n", c.ReadTokens, c.WriteTokens, c.UncachedTokens)
+				for _, it := range round.Output {
 					fmt.Fprintf(w, "model> %s\n", describe(it))
-					if it.Type == core.TypeFunctionCall {
-						calls++
-						res, err := sess.CallFunction(ctx, it)
-						if err != nil {
-							return err
-						}
-						fmt.Fprintf(w, "tool > %s\n", res.Output)
-						if err := sess.Append(ctx, res); err != nil {
-							return err
-						}
-					}
 				}
-				if calls == 0 {
-					break
+				for _, it := range round.ToolOutputs {
+					fmt.Fprintf(w, "tool > %s\n", it.Output)
 				}
 			}
 		}
