@@ -274,6 +274,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	s.mu.Unlock()
 	s.last = usage
 	s.turn++
+	s.recordAssembly(ctx, view)
 	return view, nil
 }
 

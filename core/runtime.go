@@ -77,6 +77,10 @@ type Config struct {
 	Tools []Tool
 	// ToolTimeout limits each tool execution; zero means ToolTimeout.
 	ToolTimeout time.Duration
+	// RecordAssemblies keeps each thread's last assembled view (items by
+	// band and the usage report) in Store, for memctl inspect. Off by
+	// default: it costs one store write per assembly.
+	RecordAssemblies bool
 	// Tracer observes every assembly, e.g. to emit OpenTelemetry spans
 	// (package telemetry). Nil traces nothing.
 	Tracer AssembleTracer
@@ -242,6 +246,9 @@ func validateSpec(s LayerSpec) error {
 	}
 	if strings.ContainsAny(s.ID, "/ \t\n") {
 		return bad(CodeInvalidLayer, "ID", "must not contain '/' or white space")
+	}
+	if strings.HasPrefix(s.ID, "_") {
+		return bad(CodeInvalidLayer, "ID", "ids starting with '_' are reserved for the runtime")
 	}
 	switch s.Scope {
 	case ScopeThread, ScopeResource, ScopeGlobal, ScopeExecution:

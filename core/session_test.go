@@ -485,3 +485,36 @@ func TestSameStateRendersSameBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordAssemblies(t *testing.T) {
+	ctx := context.Background()
+	store := storage.NewMemory()
+	rt, err := core.NewRuntime(core.Config{Store: store, RecordAssemblies: true,
+		System: []core.Item{core.SystemMessage("sys")},
+		Layers: []core.AnyLayer{notesLayer("notes", core.ScopeThread, nil, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t9"})
+	_ = s.Append(ctx, core.UserMessage("hello"))
+	if _, err := s.Assemble(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Append(ctx, core.UserMessage("again"))
+	if _, err := s.Assemble(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := core.LastAssembly(ctx, store, "t9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Turn != 1 || rec.Usage.Epoch.Age != 2 || rec.Bands[0].Band != "system" || rec.Bands[1].Items[1].Text() != "again" {
+		t.Fatalf("record = %+v", rec)
+	}
+	if _, err := core.LastAssembly(ctx, store, "other"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("other thread: %v", err)
+	}
+	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{core.Layer[int]{ID: "_strata"}}}); err == nil {
+		t.Fatal("reserved id accepted")
+	}
+}
