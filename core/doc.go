@@ -1,0 +1,117 @@
+// Package core is strata's context runtime: it runs context layers around
+// every model call and assembles the model's input so that the provider's
+// prefix cache keeps hitting while memory changes.
+//
+// # Layers
+//
+// A Layer[S] is a typed unit of context with state S: an id, a slot (order
+// within its band), a scope (execution, thread, resource, global), a token
+// budget, a placement (anchor, live, tail or auto) and hooks. The runtime
+// holds layers through the erased AnyLayer interface. Hooks run on their
+// own goroutine under a timeout (Timeouts, DefaultTimeouts); a non-init
+// hook that errors, panics or times out becomes a Diagnostic (logged with
+// log/slog and listed in the usage report) and the run goes on without that
+// layer's contribution for that phase. An init failure aborts Start unless
+// the layer says OnInitError: InitErrorDisable.
+//
+// State returned by a hook is committed at once; for the durable scopes it
+// is persisted through a storage.Store under key "state" with a
+// compare-and-swap revision, so two runs of one resource never silently
+// lose an update: a conflict is an error (errors.Is(err,
+// storage.ErrConflict)) unless the layer provides Merge.
+//
+// # Turns
+//
+//	rt, _ := core.NewRuntime(core.Config{Layers: ..., System: ..., Policy: ...})
+//	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t1", ResourceID: "user-7"})
+//	s.Append(ctx, core.UserMessage(input))        // onItemAppend
+//	view, _ := s.Assemble(ctx)                    // recall, projectHistory
+//	... send view to the model (provider/anthropic, provider/openai) ...
+//	s.ReportCache(cacheFigures)                   // the provider's cache usage
+//	s.Record(ctx, modelItems...)                  // onItemAppend, afterModelCall, store
+//	s.ExecuteTool(ctx, call)                      // provided functions and tools
+//	s.Complete(ctx, "ok")                         // onComplete, dispose
+//
+// The agent package runs this loop for hosts that want one.
+//
+// # Bands, epochs and the prompt cache
+//
+// A view is assembled in bands:
+//
+//	[system][anchor layers, slot asc][history][live layers, slot asc][context updates][tail]
+//
+// Placement picks the band and slot orders layers within it. Anchored
+// layers are pinned: the first assembly of an epoch pins their rendered
+// items and every later assembly of the epoch re-sends those exact bytes,
+// even when the layer's fresh output differs. Drift is published instead as
+// one developer message after the live band:
+//
+//	<context_updates epoch="t:thread-1#0">
+//	These supersede the blocks with the same layer id earlier in this context.
+//	Where they disagree, these are correct.
+//	<update layer="plan" action="replace">...</update>
+//	</context_updates>
+//
+// with action replace (fresh output differs from the pin; a RenderDelta
+// hook may describe the change compactly, and a delta that is empty, fails,
+// panics or times out falls back to the full new output), add (the layer
+// had nothing when the epoch pinned it) or retract (it has nothing now; the
+// retraction repeats every turn while the pin stands). Updates are listed
+// in slot order. A layer whose recall returns new state is never pinned: it
+// renders live from then on, and if it was pinned the epoch re-anchors.
+//
+// An epoch re-anchors (fresh pins, no updates) only when the cache is lost
+// or must be; EpochUsage.ReanchorReason names why:
+//
+//	initial              the run's first assembly
+//	cache-miss           the provider reported a first-round miss (ReportCache)
+//	max-age              CacheConfig.MaxEpochAssemblies assemblies (default 100)
+//	update-pressure      updates > max(MinUpdateTokens (256), MaxUpdateShare (0.5) x anchor tokens)
+//	updates-over-budget  the updates did not fit the token budget (never dropped)
+//	band-change          a pinned layer returned state and must go live
+//
+// The first report after a re-anchor is not read as a miss (that request
+// writes the new prefix). A provider that sends no cache figures, or misses
+// BlindAfter (3) first rounds in a row, is marked blind and no longer
+// consulted; age and update pressure still bound the epoch.
+//
+// Auto layers start anchored and change band only at an epoch boundary, by
+// observed churn (the share of assemblies in which their output changed,
+// over the whole run, after MinChurnSamples (4) assemblies): at or above
+// AutoDemoteChurn (0.4) they go live, at or below AutoPromoteChurn (0.1)
+// they return to the anchor band, in between they keep their band.
+//
+// CacheConfig{Disabled: true} is the single band of older frameworks: every
+// layer renders fresh before history, nothing is pinned, and the view asks
+// for no cache breakpoints (on Anthropic that caches nothing at all, which
+// is why anchoring and the breakpoints travel together). Tail layers stay
+// in the tail either way.
+//
+// The view names where cache breakpoints belong (View.Breakpoints): the end
+// of the system prompt (tools come before it in every provider's order),
+// the end of the anchor band and the end of history — never after the live
+// band, the updates or the tail, and never more than Anthropic's four.
+// View.PrefixHash is sha256 over the canonical JSON (sorted keys) of the
+// system items and tool schemas.
+//
+// # Budgets and projection
+//
+// The layer pool (Config.LayerPool, default half of what the Policy leaves
+// after the system prompt) is split by Allocate: fixed budgets and range
+// minimums first, range maximums next, the rest evenly to auto layers; the
+// pool is conserved exactly. A layer's output over its allocation is cut
+// from the end with a diagnostic. With a Policy the projector holds the
+// view to the budget (see package projector). Token counts are cached per
+// item when it is recorded, so a turn counts only what is new.
+//
+// # Usage report
+//
+// Every assembly returns a Usage (also Session.LastUsage): per layer its
+// band, whether it was served fresh, pinned or stale, tokens, budget,
+// churn rate and rebill tokens (what its changes would have cost, each
+// change re-billing the prefix behind it, had it not been pinned); per
+// epoch its id, age, anchor and update tokens and re-anchor reason; and
+// the diagnostics since the previous assembly. Config.Tracer emits it as
+// OpenTelemetry attributes (package telemetry); Config.RecordAssemblies
+// keeps each thread's last view for memctl inspect.
+package core
