@@ -1,0 +1,67 @@
+// Package entity is the spec's entity memory layer (slot ENTITY, 150): the
+// people, organisations, places and concepts the model met, with what it
+// learned about each, shown to it on every turn.
+//
+// # Writing
+//
+// The model records entities with the provided function "entity/update"
+// (the layer id, then "/update"), or with the spec's plain function call
+// "updateEntities" (Options.CallName), which the store hook applies. Both
+// take the same arguments:
+//
+//	{"entities": [{"name": "Ada Lovelace", "type": "person",
+//	               "notes": ["mathematician", "wrote the first program"]}]}
+//
+// "notes" may also be one string (the spec's form), and "note" adds one
+// more. "type" is person, organization (or organisation), place (or
+// location), concept or other. An optional "priority" from 0 to 10 ranks an
+// entity above others when not all fit.
+//
+// Entities merge by normalised name and type: the name is NFKC-normalised,
+// case-folded, trimmed and its spaces collapsed, so "ada  LOVELACE" updates
+// "Ada Lovelace"; the first spelling seen is the one shown. Notes
+// accumulate without duplicates (compared the same way, ignoring a final
+// full stop); a note holding "; " is split there, since that is the
+// separator the record's text uses. Each entity keeps its newest
+// Options.MaxNotes notes. Every update that names an entity counts as a
+// mention.
+//
+// Bad arguments (invalid JSON, wrong types, a missing or empty name, an
+// unknown type, more than 100 entities, a note over 8 KiB, a priority out
+// of range) are rejected whole with a *core.ArgumentError whose message
+// says what to fix; nothing is written.
+//
+// A call is applied once, by call id, whichever path sees it first: with
+// the usual loop the store hook applies "entity/update" when the call is
+// recorded and the routed call answers with the same result (or the
+// rejection, so the model learns what to fix). A call recorded together
+// with its function_call_output (answered by the host) is not applied by
+// the store hook. Options.FunctionOnly leaves the provided function as the
+// only write path.
+//
+// # Storage
+//
+// One vectorstore record per entity, kind "entity", text
+// "Name (type): note; note", metadata name, type, mentions, priority,
+// first_seen, updated and scope, with an id derived from the layer, the
+// scope, the type and the normalised name. The record's time is that of
+// its last write. At init the scope's entities are
+// loaded into an in-memory mirror that recall renders from; writes update
+// records and mirror together. The records are the memory (the runtime's
+// scoped state holds nothing), so an entity edited or deleted with memctl
+// is what the next run sees. Scope is thread by default; ScopeResource
+// shares the entities across a user's threads.
+//
+// # Rendering and caching
+//
+// The entities render as one developer message, one "- Name (type): notes"
+// line each, in the order they were first seen. When they do not all fit
+// the budget the layer keeps them by priority, then mentions, then most
+// recently updated (then name, for determinism), and says how many it left
+// out. An entity whose notes alone overflow the budget shows its newest
+// notes.
+//
+// Placement is auto: how often entities change depends on the
+// conversation. While anchored, a change is published with RenderDelta as
+// just the entities whose line changed or appeared.
+package entity

@@ -1,0 +1,665 @@
+package entity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// Defaults and limits.
+const (
+	// DefaultID is the layer id when Options.ID is empty; the provided
+	// function is then "entity/update".
+	DefaultID = "entity"
+	// DefaultCallName is the spec's plain function-call name the store
+	// hook applies.
+	DefaultCallName = "updateEntities"
+	// KindEntity is the record kind of an entity.
+	KindEntity = "entity"
+	// DefaultMaxEntities bounds the entities of one scope when
+	// Options.MaxEntities is 0.
+	DefaultMaxEntities = 1000
+	// DefaultMaxNotes bounds the notes of one entity when Options.MaxNotes
+	// is 0.
+	DefaultMaxNotes = 20
+	// MaxEntitiesPerCall bounds one update; MaxNoteBytes one note;
+	// MaxNameBytes a name; MaxNotesPerEntity the notes one update gives
+	// one entity; MaxArgumentBytes the raw JSON of a call.
+	MaxEntitiesPerCall = 100
+	MaxNoteBytes       = 8 << 10
+	MaxNameBytes       = 256
+	MaxNotesPerEntity  = 50
+	MaxArgumentBytes   = 1 << 20
+	// MaxPriority is the highest explicit priority.
+	MaxPriority = 10
+)
+
+// ErrInvalidUpdate is matched (errors.Is) by every rejection of an update's
+// arguments. The error itself is a *core.ArgumentError, whose message is
+// what the model reads.
+var ErrInvalidUpdate = errors.New("entity: invalid update")
+
+// Type is the kind of an entity.
+type Type string
+
+// Entity types.
+const (
+	Person       Type = "person"
+	Organization Type = "organization"
+	Place        Type = "place"
+	Concept      Type = "concept"
+	Other        Type = "other"
+)
+
+// ParseType reads a type case-insensitively, accepting "organisation",
+// "org" and "location" as aliases.
+func ParseType(s string) (Type, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "person":
+		return Person, true
+	case "organization", "organisation", "org":
+		return Organization, true
+	case "place", "location":
+		return Place, true
+	case "concept":
+		return Concept, true
+	case "other":
+		return Other, true
+	}
+	return "", false
+}
+
+// Entity is one remembered entity.
+type Entity struct {
+	// Name is the first spelling seen (spaces collapsed).
+	Name  string
+	Type  Type
+	Notes []string
+	// Mentions counts the updates that named the entity.
+	Mentions int
+	// Priority is the explicit priority, 0 (none) to MaxPriority.
+	Priority  int
+	FirstSeen time.Time
+	Updated   time.Time
+}
+
+func (e Entity) clone() Entity {
+	e.Notes = append([]string(nil), e.Notes...)
+	return e
+}
+
+type key struct {
+	norm string
+	typ  Type
+}
+
+// State is the layer's state: an in-memory mirror of the scope's entities,
+// loaded at init. It has no exported fields and encodes to "{}": the
+// records are the memory, not the runtime's scoped state. Read it with
+// core.State[entity.State](session, id).
+type State struct {
+	entities map[key]Entity
+	// applied maps call ids applied in this session to their output.
+	applied map[string]string
+	// rendered caches the rendering of these entities: a state is never
+	// modified (every write makes a new one), so an unchanged turn costs
+	// a lookup, not a render.
+	rendered *renderMemo
+}
+
+type renderMemo struct {
+	mu     sync.Mutex
+	ok     bool
+	budget int
+	text   string
+}
+
+// Len is the number of entities.
+func (s State) Len() int { return len(s.entities) }
+
+// Get returns the entity with this name (compared normalised) and type.
+func (s State) Get(name string, typ Type) (Entity, bool) {
+	e, ok := s.entities[key{NormalizeName(name), typ}]
+	if !ok {
+		return Entity{}, false
+	}
+	return e.clone(), true
+}
+
+// Entities returns every entity, in the order they were first seen.
+func (s State) Entities() []Entity {
+	keys := s.sortedKeys(byFirstSeen)
+	out := make([]Entity, len(keys))
+	for i, k := range keys {
+		out[i] = s.entities[k].clone()
+	}
+	return out
+}
+
+// Options configure the layer. The zero value is useful.
+type Options struct {
+	// ID names the layer and prefixes its function: "entity" by default.
+	ID string
+	// Slot defaults to core.SlotEntity.
+	Slot core.Slot
+	// Scope defaults to core.ScopeThread; core.ScopeResource shares
+	// entities across a resource's threads, core.ScopeGlobal across all.
+	// ScopeExecution is refused: records need a durable scope.
+	Scope core.Scope
+	// Budget defaults to core.Range(200, 1000), the spec's.
+	Budget core.Budget
+	// Tokenizer counts the rendering to fit the budget; nil means
+	// tokens.Estimate(). Give it the runtime's tokenizer for exact fits.
+	Tokenizer tokens.Tokenizer
+	// CallName is the plain function-call name the store hook applies,
+	// besides "<ID>/update"; "" means DefaultCallName.
+	CallName string
+	// FunctionOnly makes the provided function the only write path: the
+	// store hook then applies no calls.
+	FunctionOnly bool
+	// MaxEntities bounds the entities of one scope; past it the lowest
+	// ranked (priority, mentions, last update) are deleted. 0 means
+	// DefaultMaxEntities.
+	MaxEntities int
+	// MaxNotes bounds the notes of one entity; the oldest go first. 0
+	// means DefaultMaxNotes.
+	MaxNotes int
+	// Logger receives calls the store hook rejected alongside calls it
+	// applied (a lone rejection is a runtime diagnostic). Nil discards.
+	Logger *slog.Logger
+}
+
+type layer struct {
+	id       string
+	fn       string // "<id>/update"
+	callName string
+	scope    core.Scope
+	store    *memory.Store
+	tk       tokens.Tokenizer
+	maxEnt   int
+	maxNotes int
+	logger   *slog.Logger
+}
+
+// New returns the entity layer writing to store. Invalid options fail with
+// a *core.ConfigError naming the field; an unusable store with an error
+// wrapping memory.ErrInvalidStore. Adjust the returned layer's fields
+// (e.g. Placement) before handing it to core.NewRuntime if the defaults do
+// not suit.
+func New(store *memory.Store, opts Options) (core.Layer[State], error) {
+	if opts.ID == "" {
+		opts.ID = DefaultID
+	}
+	bad := func(field, reason string) error {
+		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
+	}
+	if err := store.Validate(); err != nil {
+		return core.Layer[State]{}, fmt.Errorf("entity: %w", err)
+	}
+	if strings.Contains(opts.ID, "/") {
+		return core.Layer[State]{}, bad("ID", "must not contain '/'")
+	}
+	switch opts.Scope {
+	case "":
+		opts.Scope = core.ScopeThread
+	case core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
+	default:
+		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("%q: want thread, resource or global", opts.Scope))
+	}
+	if opts.Slot == 0 {
+		opts.Slot = core.SlotEntity
+	}
+	if opts.Budget == (core.Budget{}) {
+		opts.Budget = core.Range(200, 1000)
+	}
+	if err := opts.Budget.Validate(); err != nil {
+		return core.Layer[State]{}, err
+	}
+	if opts.CallName == "" {
+		opts.CallName = DefaultCallName
+	}
+	if opts.CallName == opts.ID+"/update" {
+		return core.Layer[State]{}, bad("CallName", "is the provided function's name already")
+	}
+	switch {
+	case opts.MaxEntities < 0:
+		return core.Layer[State]{}, bad("MaxEntities", "negative")
+	case opts.MaxEntities == 0:
+		opts.MaxEntities = DefaultMaxEntities
+	case opts.MaxEntities < MaxEntitiesPerCall:
+		return core.Layer[State]{}, bad("MaxEntities", fmt.Sprintf("%d is below the %d entities one call may record", opts.MaxEntities, MaxEntitiesPerCall))
+	}
+	switch {
+	case opts.MaxNotes < 0:
+		return core.Layer[State]{}, bad("MaxNotes", "negative")
+	case opts.MaxNotes == 0:
+		opts.MaxNotes = DefaultMaxNotes
+	}
+	l := &layer{id: opts.ID, fn: opts.ID + "/update", callName: opts.CallName, scope: opts.Scope, store: store,
+		tk: opts.Tokenizer, maxEnt: opts.MaxEntities, maxNotes: opts.MaxNotes, logger: opts.Logger}
+	if l.tk == nil {
+		l.tk = tokens.Estimate()
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	hooks := core.Hooks[State]{
+		Init: func(ctx context.Context, p core.InitParams) (State, error) {
+			return l.load(ctx, p.Run)
+		},
+		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
+			return core.Text[State](l.render(p.State, p.Budget))
+		},
+		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
+			d := renderDelta(p.Prev, p.Next)
+			return d, d != "", nil
+		},
+		OnReturn: func(ctx context.Context, p core.ReturnParams[State]) (*State, error) {
+			// A child writes to the store directly; reload so the parent
+			// sees what it recorded.
+			st, err := l.load(ctx, p.Parent)
+			if err != nil {
+				return nil, err
+			}
+			st.applied = p.State.applied
+			return &st, nil
+		},
+	}
+	if !opts.FunctionOnly {
+		hooks.Store = l.storeHook
+	}
+	return core.Layer[State]{
+		ID: opts.ID, Name: "Entities", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
+		Placement: core.PlacementAuto,
+		Hooks:     hooks,
+		Functions: []core.Function[State]{{
+			Name: "update",
+			Description: "Remember people, organizations, places and concepts you learn about, with short notes; " +
+				"they are shown to you on every turn. Entities merge by name and type, notes accumulate. " +
+				`Example: {"entities": [{"name": "Ada Lovelace", "type": "person", "notes": ["mathematician"]}]}. ` +
+				"At most 100 entities per call, notes up to 8 KiB.",
+			Parameters: parametersSchema,
+			Call: func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+				next, out, err := l.callOnce(ctx, p.Run, p.State, p.Call)
+				return core.FunctionResult[State]{Output: out, State: next}, err
+			},
+		}},
+		// The scoped state is empty (the records are the memory), so a
+		// concurrent run's write never carries anything to merge.
+		Merge: func(_, mine State) State { return mine },
+	}, nil
+}
+
+var parametersSchema = []byte(`{"type":"object","properties":{"entities":{"type":"array","maxItems":100,"items":{` +
+	`"type":"object","properties":{` +
+	`"name":{"type":"string","description":"The entity's name."},` +
+	`"type":{"type":"string","enum":["person","organization","place","concept","other"]},` +
+	`"notes":{"type":"array","items":{"type":"string","maxLength":8192},"description":"Short facts about the entity."},` +
+	`"note":{"type":"string","maxLength":8192,"description":"One more fact."},` +
+	`"priority":{"type":"integer","minimum":0,"maximum":10,"description":"Optional importance; higher is kept first when space is short."}` +
+	`},"required":["name","type"],"additionalProperties":false}}},"required":["entities"],"additionalProperties":false}`)
+
+// callOnce applies call unless this session applied it already, in which
+// case it answers with the first application's output.
+func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
+	if out, ok := st.applied[call.CallID]; ok && call.CallID != "" {
+		return nil, out, nil
+	}
+	name := call.Name
+	if name == "" {
+		name = l.fn
+	}
+	ups, err := parseUpdate(call.Arguments)
+	if err != nil {
+		return nil, "", &core.ArgumentError{Function: name, Err: err}
+	}
+	next, out, err := l.apply(ctx, run, st, ups)
+	if err != nil {
+		var ae *core.ArgumentError
+		if errors.As(err, &ae) {
+			ae.Function = name
+		}
+		return nil, "", err
+	}
+	if call.CallID != "" {
+		applied := make(map[string]string, len(next.applied)+1)
+		for k, v := range next.applied {
+			applied[k] = v
+		}
+		applied[call.CallID] = out
+		next.applied = applied
+	}
+	return &next, out, nil
+}
+
+// storeHook applies the update calls the model wrote: the spec's plain
+// "updateEntities" and "<id>/update" recorded by a host that does not route
+// it.
+func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
+	answered := map[string]bool{}
+	for _, it := range p.NewItems {
+		if it.Type == core.TypeFunctionCallOutput {
+			answered[it.CallID] = true
+		}
+	}
+	st := p.State
+	changed := false
+	var rejected []error
+	for _, it := range p.NewItems {
+		if it.Type != core.TypeFunctionCall || (it.Name != l.fn && it.Name != l.callName) || answered[it.CallID] {
+			continue
+		}
+		next, _, err := l.callOnce(ctx, p.Run, st, it)
+		if err != nil {
+			rejected = append(rejected, fmt.Errorf("call %s: %w", it.CallID, err))
+			continue
+		}
+		if next != nil {
+			st, changed = *next, true
+		}
+	}
+	if !changed {
+		return nil, errors.Join(rejected...)
+	}
+	for _, err := range rejected {
+		l.logger.Warn("entity: store hook rejected a call", "layer", l.id, "err", err)
+	}
+	return &st, nil
+}
+
+// scopeOf returns the record scope, the scope key used in record ids, and
+// the filter selecting this scope's entities.
+func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
+	f := vectorstore.Filter{Layer: l.id, Kind: KindEntity, Metadata: map[string]string{"scope": string(l.scope)}}
+	switch l.scope {
+	case core.ScopeThread:
+		f.Thread = run.ThreadID
+		// The resource is informational; the thread alone keys the
+		// entities, as it keys core's thread state.
+		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
+	case core.ScopeResource:
+		f.Resource = run.ResourceID
+		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
+	}
+	return vectorstore.Scope{}, "global", f
+}
+
+func (l *layer) recordID(scopeKey string, k key) string {
+	h := sha256.Sum256([]byte(l.id + "\x00" + scopeKey + "\x00" + string(k.typ) + "\x00" + k.norm))
+	return KindEntity + "-" + hex.EncodeToString(h[:20])
+}
+
+// recordText is the text of an entity's record: the line the layer renders
+// without its "- ".
+func recordText(e Entity) string {
+	if len(e.Notes) == 0 {
+		return e.Name + " (" + string(e.Type) + ")"
+	}
+	return e.Name + " (" + string(e.Type) + "): " + strings.Join(e.Notes, noteSep)
+}
+
+const noteSep = "; "
+
+// load reads the scope's entities into a fresh mirror.
+func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
+	_, _, f := l.scopeOf(run)
+	st := State{entities: map[key]Entity{}, rendered: &renderMemo{}}
+	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
+		if err != nil {
+			return State{}, fmt.Errorf("entity: load entities: %w", err)
+		}
+		e, ok := fromRecord(rec)
+		if !ok {
+			l.logger.Warn("entity: skipping a record that does not describe an entity", "layer", l.id, "id", rec.ID)
+			continue
+		}
+		k := key{NormalizeName(e.Name), e.Type}
+		if old, ok := st.entities[k]; ok {
+			// Two records for one entity (made from outside): merge.
+			e = mergeEntities(old, e, l.maxNotes)
+		}
+		st.entities[k] = e
+	}
+	return st, nil
+}
+
+// fromRecord reads an entity back from its record. The metadata name and
+// type are authoritative; the notes are read from the text, so an edit of
+// the text (memctl) is what the layer sees.
+func fromRecord(rec vectorstore.Record) (Entity, bool) {
+	md := rec.Metadata
+	typ, ok := ParseType(md["type"])
+	name := collapseSpaces(md["name"])
+	if !ok || name == "" || NormalizeName(name) == "" {
+		return Entity{}, false
+	}
+	e := Entity{Name: name, Type: typ, Mentions: 1, FirstSeen: rec.CreatedAt, Updated: rec.CreatedAt}
+	if n, err := strconv.Atoi(md["mentions"]); err == nil && n > 0 {
+		e.Mentions = n
+	}
+	if n, err := strconv.Atoi(md["priority"]); err == nil && n >= 0 && n <= MaxPriority {
+		e.Priority = n
+	}
+	if t, err := time.Parse(time.RFC3339Nano, md["first_seen"]); err == nil {
+		e.FirstSeen = t.UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, md["updated"]); err == nil {
+		e.Updated = t.UTC()
+	}
+	notes := ""
+	if rest, ok := strings.CutPrefix(rec.Text, name+" ("+string(typ)+"): "); ok {
+		notes = rest
+	} else if _, rest, ok := strings.Cut(rec.Text, "): "); ok {
+		notes = rest
+	}
+	seen := map[string]bool{}
+	for _, n := range splitNote(notes) {
+		if nk := noteKey(n); !seen[nk] {
+			seen[nk] = true
+			e.Notes = append(e.Notes, n)
+		}
+	}
+	return e, true
+}
+
+// mergeEntities folds b into a: notes united, mentions added, the earlier
+// first sighting and the later update kept.
+func mergeEntities(a, b Entity, maxNotes int) Entity {
+	a = a.clone()
+	a.Notes = addNotes(a.Notes, b.Notes, maxNotes)
+	a.Mentions += b.Mentions
+	a.Priority = max(a.Priority, b.Priority)
+	if b.FirstSeen.Before(a.FirstSeen) {
+		a.FirstSeen, a.Name = b.FirstSeen, b.Name
+	}
+	if b.Updated.After(a.Updated) {
+		a.Updated = b.Updated
+	}
+	return a
+}
+
+// addNotes appends the notes of add that old does not hold (compared
+// normalised) and keeps the newest maxNotes.
+func addNotes(old, add []string, maxNotes int) []string {
+	out := append([]string(nil), old...)
+	seen := make(map[string]bool, len(old)+len(add))
+	for _, n := range old {
+		seen[noteKey(n)] = true
+	}
+	for _, n := range add {
+		if k := noteKey(n); !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+	}
+	if len(out) > maxNotes {
+		out = append([]string(nil), out[len(out)-maxNotes:]...)
+	}
+	return out
+}
+
+// apply writes the updates to the store and returns the new state and the
+// output for the model. st is not modified.
+func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
+	now := l.store.Time().Truncate(time.Microsecond)
+	next := make(map[key]Entity, len(st.entities)+len(ups))
+	for k, e := range st.entities {
+		next[k] = e
+	}
+	var touched []key
+	isTouched := map[key]bool{}
+	created := map[key]bool{}
+	for _, u := range ups {
+		k := key{u.norm, u.typ}
+		e, exists := next[k]
+		if !exists {
+			e = Entity{Name: u.name, Type: u.typ, FirstSeen: now}
+			created[k] = true
+		} else {
+			e = e.clone()
+		}
+		if !isTouched[k] {
+			// One mention per call, however often the call names it.
+			isTouched[k] = true
+			touched = append(touched, k)
+			e.Mentions++
+		}
+		e.Notes = addNotes(e.Notes, u.notes, l.maxNotes)
+		if u.priority != nil {
+			e.Priority = *u.priority
+		}
+		e.Updated = now
+		next[k] = e
+	}
+	// Past the limit, the lowest ranked entities not named by this call
+	// go.
+	var evicted []key
+	if over := len(next) - l.maxEnt; over > 0 {
+		s := State{entities: next}
+		ranked := s.sortedKeys(byRank)
+		for i := len(ranked) - 1; i >= 0 && len(evicted) < over; i-- {
+			if !isTouched[ranked[i]] {
+				evicted = append(evicted, ranked[i])
+			}
+		}
+		for _, k := range evicted {
+			delete(next, k)
+		}
+	}
+
+	recScope, scopeKey, _ := l.scopeOf(run)
+	recs := make([]vectorstore.Record, len(touched))
+	texts := make([]string, len(touched))
+	for i, k := range touched {
+		e := next[k]
+		texts[i] = recordText(e)
+		recs[i] = vectorstore.Record{
+			ID: l.recordID(scopeKey, k), Layer: l.id, Kind: KindEntity, Scope: recScope, Text: texts[i],
+			Metadata: map[string]string{
+				"name": e.Name, "type": string(e.Type), "mentions": strconv.Itoa(e.Mentions),
+				"priority": strconv.Itoa(e.Priority), "first_seen": e.FirstSeen.Format(time.RFC3339Nano),
+				"updated": e.Updated.Format(time.RFC3339Nano), "scope": string(l.scope),
+			},
+			CreatedAt: now,
+		}
+	}
+	vecs, err := l.store.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return State{}, "", fmt.Errorf("entity: embed entities: %w", err)
+	}
+	for i := range recs {
+		recs[i].Vector = vecs[i]
+	}
+	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
+		return State{}, "", fmt.Errorf("entity: write entities: %w", err)
+	}
+	if len(evicted) > 0 {
+		ids := make([]string, len(evicted))
+		for i, k := range evicted {
+			ids[i] = l.recordID(scopeKey, k)
+		}
+		if err := l.store.Records.Delete(ctx, ids...); err != nil {
+			return State{}, "", fmt.Errorf("entity: evict entities: %w", err)
+		}
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "ok: recorded %d %s: ", len(touched), plural(len(touched), "entity", "entities"))
+	for i, k := range touched {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		e := next[k]
+		fmt.Fprintf(&b, "%s (%s", e.Name, e.Type)
+		if created[k] {
+			b.WriteString(", new")
+		}
+		b.WriteString(")")
+	}
+	if len(evicted) > 0 {
+		fmt.Fprintf(&b, "; forgot the %d least used to stay within %d", len(evicted), l.maxEnt)
+	}
+	fmt.Fprintf(&b, "; %d %s remembered.", len(next), plural(len(next), "entity", "entities"))
+	return State{entities: next, applied: st.applied, rendered: &renderMemo{}}, b.String(), nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+type order int
+
+const (
+	byFirstSeen order = iota // rendering order
+	byRank                   // keep order: priority, mentions, recency
+)
+
+// sortedKeys returns the keys in the given order, with the normalised name
+// and type breaking ties so the order is total.
+func (s State) sortedKeys(o order) []key {
+	keys := make([]key, 0, len(s.entities))
+	for k := range s.entities {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := s.entities[keys[i]], s.entities[keys[j]]
+		switch o {
+		case byFirstSeen:
+			if !a.FirstSeen.Equal(b.FirstSeen) {
+				return a.FirstSeen.Before(b.FirstSeen)
+			}
+		case byRank:
+			if a.Priority != b.Priority {
+				return a.Priority > b.Priority
+			}
+			if a.Mentions != b.Mentions {
+				return a.Mentions > b.Mentions
+			}
+			if !a.Updated.Equal(b.Updated) {
+				return a.Updated.After(b.Updated)
+			}
+		}
+		if keys[i].norm != keys[j].norm {
+			return keys[i].norm < keys[j].norm
+		}
+		return keys[i].typ < keys[j].typ
+	})
+	return keys
+}

@@ -1,0 +1,426 @@
+package episodic
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// Defaults.
+const (
+	// DefaultID is the layer id when Options.ID is empty.
+	DefaultID = "episodic"
+	// KindEpisode is the record kind of an episode.
+	KindEpisode = "episode"
+	// DefaultMaxEpisodes is the spec's default cap.
+	DefaultMaxEpisodes = 20
+	// DefaultMaxSummaryBytes bounds a stored summary when
+	// Options.MaxSummaryBytes is 0.
+	DefaultMaxSummaryBytes = 4096
+	// maxOutcomeBytes bounds the stored outcome.
+	maxOutcomeBytes = 256
+)
+
+// Mode is how recall picks episodes.
+type Mode int
+
+// Recall modes. The zero value is Recency.
+const (
+	// Recency takes the newest episodes first.
+	Recency Mode = iota
+	// Relevance takes the episodes most similar to the run's latest user
+	// message first.
+	Relevance
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Recency:
+		return "recency"
+	case Relevance:
+		return "relevance"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Episode is one remembered run.
+type Episode struct {
+	ID      string
+	Summary string
+	// Timestamp is when the run completed, by the store's clock, UTC.
+	Timestamp time.Time
+	// Outcome is what Session.Complete was given.
+	Outcome string
+	// Tokens is the summary's token count.
+	Tokens   int
+	RunID    string
+	ThreadID string
+}
+
+// State is the layer's state: the scope's episodes, oldest first, loaded at
+// init. It has no exported fields and encodes to "{}": the records are the
+// memory. Read it with core.State[episodic.State](session, id).
+type State struct {
+	episodes []Episode
+	// memo caches the relevance ranking of this session's episodes per
+	// query; shared by the copies of one state, guarded by its mutex.
+	memo *memo
+}
+
+// Episodes returns the episodes, oldest first.
+func (s State) Episodes() []Episode { return append([]Episode(nil), s.episodes...) }
+
+type memo struct {
+	mu    sync.Mutex
+	query string
+	order []int
+	ok    bool
+}
+
+// Options configure the layer. The zero value is useful.
+type Options struct {
+	// ID names the layer: "episodic" by default.
+	ID string
+	// Slot defaults to core.SlotEpisodic.
+	Slot core.Slot
+	// Scope defaults to core.ScopeResource (the spec's): episodes are
+	// shared by a resource's threads. core.ScopeThread keeps them per
+	// thread, core.ScopeGlobal shares them across resources.
+	// ScopeExecution is refused: episodes exist to outlive the run.
+	Scope core.Scope
+	// Budget defaults to core.Range(300, 2000), the spec's.
+	Budget core.Budget
+	// Tokenizer counts tokens; nil means tokens.Estimate(). Give it the
+	// runtime's tokenizer for exact fits.
+	Tokenizer tokens.Tokenizer
+	// MaxEpisodes caps the episodes of a scope; the oldest are deleted
+	// past it. 0 means DefaultMaxEpisodes.
+	MaxEpisodes int
+	// Summarizer summarises a completed run; nil means
+	// ExtractiveSummarizer{}.
+	Summarizer Summarizer
+	// Mode picks episodes by recency (the default) or by relevance to the
+	// latest user message. It also sets the placement: anchor for
+	// Recency, auto for Relevance (see the package doc).
+	Mode Mode
+	// MaxSummaryBytes clips a summary before it is stored; 0 means
+	// DefaultMaxSummaryBytes.
+	MaxSummaryBytes int
+	// Logger receives relevance queries that failed and fell back to
+	// recency. Nil discards.
+	Logger *slog.Logger
+}
+
+type layer struct {
+	id         string
+	scope      core.Scope
+	store      *memory.Store
+	tk         tokens.Tokenizer
+	max        int
+	maxSummary int
+	summarizer Summarizer
+	mode       Mode
+	logger     *slog.Logger
+}
+
+// New returns the episodic layer storing episodes in store. Invalid options
+// fail with a *core.ConfigError naming the field; an unusable store with an
+// error wrapping memory.ErrInvalidStore. Adjust the returned layer's fields
+// before handing it to core.NewRuntime if the defaults do not suit.
+func New(store *memory.Store, opts Options) (core.Layer[State], error) {
+	if opts.ID == "" {
+		opts.ID = DefaultID
+	}
+	bad := func(field, reason string) error {
+		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
+	}
+	if err := store.Validate(); err != nil {
+		return core.Layer[State]{}, fmt.Errorf("episodic: %w", err)
+	}
+	switch opts.Scope {
+	case "":
+		opts.Scope = core.ScopeResource
+	case core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
+	default:
+		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("%q: want resource, thread or global", opts.Scope))
+	}
+	if opts.Slot == 0 {
+		opts.Slot = core.SlotEpisodic
+	}
+	if opts.Budget == (core.Budget{}) {
+		opts.Budget = core.Range(300, 2000)
+	}
+	if err := opts.Budget.Validate(); err != nil {
+		return core.Layer[State]{}, err
+	}
+	switch {
+	case opts.MaxEpisodes < 0:
+		return core.Layer[State]{}, bad("MaxEpisodes", "negative")
+	case opts.MaxEpisodes == 0:
+		opts.MaxEpisodes = DefaultMaxEpisodes
+	case opts.MaxEpisodes > vectorstore.MaxK:
+		return core.Layer[State]{}, bad("MaxEpisodes", fmt.Sprintf("%d is above %d", opts.MaxEpisodes, vectorstore.MaxK))
+	}
+	switch {
+	case opts.MaxSummaryBytes < 0:
+		return core.Layer[State]{}, bad("MaxSummaryBytes", "negative")
+	case opts.MaxSummaryBytes == 0:
+		opts.MaxSummaryBytes = DefaultMaxSummaryBytes
+	case opts.MaxSummaryBytes > vectorstore.MaxTextBytes:
+		return core.Layer[State]{}, bad("MaxSummaryBytes", fmt.Sprintf("%d is above a record's %d", opts.MaxSummaryBytes, vectorstore.MaxTextBytes))
+	}
+	placement := core.PlacementAnchor
+	switch opts.Mode {
+	case Recency:
+	case Relevance:
+		placement = core.PlacementAuto
+	default:
+		return core.Layer[State]{}, bad("Mode", fmt.Sprintf("unknown mode %d", opts.Mode))
+	}
+	l := &layer{id: opts.ID, scope: opts.Scope, store: store, tk: opts.Tokenizer, max: opts.MaxEpisodes,
+		maxSummary: opts.MaxSummaryBytes, summarizer: opts.Summarizer, mode: opts.Mode, logger: opts.Logger}
+	if l.tk == nil {
+		l.tk = tokens.Estimate()
+	}
+	if l.summarizer == nil {
+		l.summarizer = ExtractiveSummarizer{}
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return core.Layer[State]{
+		ID: opts.ID, Name: "Episodic memory", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
+		Placement: placement,
+		Hooks: core.Hooks[State]{
+			Init: func(ctx context.Context, p core.InitParams) (State, error) {
+				return l.load(ctx, p.Run)
+			},
+			Recall:     l.recall,
+			OnComplete: l.complete,
+			RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
+				d := renderDelta(p.Prev, p.Next)
+				return d, d != "", nil
+			},
+		},
+		// The scoped state is empty (the records are the memory), so a
+		// concurrent run's write never carries anything to merge.
+		Merge: func(_, mine State) State { return mine },
+	}, nil
+}
+
+// scopeOf returns the record scope, the scope key used in record ids, and
+// the filter selecting this scope's episodes.
+func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
+	f := vectorstore.Filter{Layer: l.id, Kind: KindEpisode, Metadata: map[string]string{"scope": string(l.scope)}}
+	switch l.scope {
+	case core.ScopeThread:
+		f.Thread = run.ThreadID
+		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
+	case core.ScopeResource:
+		f.Resource = run.ResourceID
+		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
+	}
+	return vectorstore.Scope{}, "global", f
+}
+
+func (l *layer) recordID(scopeKey, runID string) string {
+	h := sha256.Sum256([]byte(l.id + "\x00" + scopeKey + "\x00" + runID))
+	return KindEpisode + "-" + hex.EncodeToString(h[:20])
+}
+
+// load reads the scope's episodes, oldest first.
+func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
+	_, _, f := l.scopeOf(run)
+	var eps []Episode
+	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
+		if err != nil {
+			return State{}, fmt.Errorf("episodic: load episodes: %w", err)
+		}
+		eps = append(eps, fromRecord(rec, l.tk))
+	}
+	return State{episodes: eps, memo: &memo{}}, nil
+}
+
+func fromRecord(rec vectorstore.Record, tk tokens.Tokenizer) Episode {
+	md := rec.Metadata
+	ep := Episode{ID: rec.ID, Summary: rec.Text, Timestamp: rec.CreatedAt.UTC(), Outcome: md["outcome"],
+		RunID: md["run"], ThreadID: md["thread"]}
+	if n, err := strconv.Atoi(md["tokens"]); err == nil && n >= 0 {
+		ep.Tokens = n
+	} else {
+		ep.Tokens = tk.Count(rec.Text)
+	}
+	return ep
+}
+
+// complete summarises the run into an episode, stores it and evicts the
+// oldest episodes past the cap.
+func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*State, error) {
+	if p.Run.ParentRunID != "" {
+		return nil, nil // a child's work is part of its parent's episode
+	}
+	summary, err := l.summarizer.Summarize(ctx, p.Log)
+	if err != nil {
+		return nil, fmt.Errorf("episodic: summarize run %s: %w", p.Run.RunID, err)
+	}
+	summary = sanitize(summary, l.maxSummary)
+	if summary == "" {
+		return nil, nil
+	}
+	recScope, scopeKey, f := l.scopeOf(p.Run)
+	now := l.store.Time().Truncate(time.Microsecond)
+	ntok := l.tk.Count(summary)
+	md := map[string]string{"tokens": strconv.Itoa(ntok), "run": p.Run.RunID, "scope": string(l.scope)}
+	if o := sanitize(p.Outcome, maxOutcomeBytes); o != "" {
+		md["outcome"] = o
+	}
+	if p.Run.ThreadID != "" {
+		md["thread"] = p.Run.ThreadID
+	}
+	vecs, err := l.store.Embedder.Embed(ctx, []string{summary})
+	if err != nil {
+		return nil, fmt.Errorf("episodic: embed summary: %w", err)
+	}
+	rec := vectorstore.Record{ID: l.recordID(scopeKey, p.Run.RunID), Layer: l.id, Kind: KindEpisode, Scope: recScope,
+		Text: summary, Vector: vecs[0], Metadata: md, CreatedAt: now}
+	if err := l.store.Records.Upsert(ctx, rec); err != nil {
+		return nil, fmt.Errorf("episodic: write episode: %w", err)
+	}
+	// Evict against the store, not the mirror: runs of the same scope may
+	// have completed since this one started.
+	var kept []vectorstore.Record
+	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
+		if err != nil {
+			return nil, fmt.Errorf("episodic: list episodes: %w", err)
+		}
+		kept = append(kept, r)
+	}
+	if over := len(kept) - l.max; over > 0 {
+		ids := make([]string, over)
+		for i := range ids {
+			ids[i] = kept[i].ID
+		}
+		if err := l.store.Records.Delete(ctx, ids...); err != nil {
+			return nil, fmt.Errorf("episodic: evict episodes: %w", err)
+		}
+		kept = kept[over:]
+	}
+	st := State{episodes: make([]Episode, len(kept)), memo: &memo{}}
+	for i, r := range kept {
+		st.episodes[i] = fromRecord(r, l.tk)
+	}
+	return &st, nil
+}
+
+// sanitize trims s, makes it valid UTF-8 without NUL bytes (a record's
+// text cannot hold them) and clips it to max bytes on a rune boundary.
+func sanitize(s string, max int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	s = strings.TrimSpace(s)
+	if len(s) <= max {
+		return s
+	}
+	const ell = " …"
+	cut := max - len(ell)
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimSpace(s[:cut]) + ell
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// recall renders the episodes that fit the budget, picked by the mode.
+func (l *layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
+	eps := p.State.episodes
+	if len(eps) == 0 {
+		return core.Recall[State]{}, nil
+	}
+	order := recencyOrder(len(eps))
+	if l.mode == Relevance {
+		if q := lastUserText(p.History); q != "" {
+			ranked, err := l.relevant(ctx, p.Run, p.State, q)
+			if err != nil {
+				l.logger.Warn("episodic: relevance query failed; using recency", "layer", l.id, "err", err)
+			} else {
+				order = ranked
+			}
+		}
+	}
+	return core.Text[State](l.render(eps, order, p.Budget))
+}
+
+func recencyOrder(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = n - 1 - i
+	}
+	return order
+}
+
+func lastUserText(history []core.Item) string {
+	for i := len(history) - 1; i >= 0; i-- {
+		it := history[i]
+		if it.Type == core.TypeMessage && it.Role == core.RoleUser {
+			if t := strings.TrimSpace(it.Text()); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// relevant ranks the state's episodes by similarity to query, most similar
+// first, as indices into st.episodes. Episodes deleted from the store since
+// init are left out.
+func (l *layer) relevant(ctx context.Context, run core.RunInfo, st State, query string) ([]int, error) {
+	m := st.memo
+	if m != nil {
+		m.mu.Lock()
+		if m.ok && m.query == query {
+			order := m.order
+			m.mu.Unlock()
+			return order, nil
+		}
+		m.mu.Unlock()
+	}
+	vecs, err := l.store.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, fmt.Errorf("embed query: %w", err)
+	}
+	_, _, f := l.scopeOf(run)
+	index := make(map[string]int, len(st.episodes))
+	f.IDs = make([]string, len(st.episodes))
+	for i, ep := range st.episodes {
+		index[ep.ID] = i
+		f.IDs[i] = ep.ID
+	}
+	matches, err := l.store.Records.Query(ctx, vecs[0], vectorstore.QueryOptions{K: min(len(st.episodes), vectorstore.MaxK), Filter: f})
+	if err != nil {
+		return nil, fmt.Errorf("query episodes: %w", err)
+	}
+	order := make([]int, 0, len(matches))
+	for _, mt := range matches {
+		if i, ok := index[mt.Record.ID]; ok {
+			order = append(order, i)
+		}
+	}
+	if m != nil {
+		m.mu.Lock()
+		m.query, m.order, m.ok = query, order, true
+		m.mu.Unlock()
+	}
+	return order, nil
+}
