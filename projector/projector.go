@@ -11,11 +11,15 @@
 //
 // With no Policy the bands are concatenated as they are. With a Policy the
 // view is held to a hard token budget (TokenBudget - ResponseReserve),
-// claimed in this order: system, anchor, live, tail, then the context
-// updates (all of them or none, since a dropped update would leave the model
-// reading a block known to be stale), with history taking what remains and
-// keeping its most recent items. A function call is never separated from
-// its output: entries that share a Group are kept or dropped together.
+// claimed in this order: system and tail (both never dropped: the tail is
+// steering guidance, so it is claimed right after the system prompt rather
+// than after the layers as the spec's list suggests; the spec also says
+// the tail is never dropped, and only this order can promise it), anchor,
+// live, then the context updates (all of them or none, since a dropped
+// update would leave the model reading a block known to be stale), with
+// history taking what remains and keeping its most recent items. A
+// function call is never separated from its output: entries that share a
+// Group are kept or dropped together.
 package projector
 
 import (
@@ -170,8 +174,8 @@ type View[T any] struct {
 	HistoryDropped int
 	// Summarized is true when the history starts with a summary entry.
 	Summarized bool
-	// LayerDropped counts anchor, live and tail entries left out because
-	// the budget could not hold them.
+	// LayerDropped counts anchor and live entries left out because the
+	// budget could not hold them.
 	LayerDropped int
 	// UpdatesDropped is true when the context updates did not fit and were
 	// left out as a whole. The runtime re-anchors rather than accept it.
@@ -210,8 +214,8 @@ func (v *View[T]) Items() []T {
 	return out
 }
 
-// ErrSystemOverBudget is returned when the system band alone exceeds the
-// available budget: nothing can be sent.
+// ErrSystemOverBudget is returned when the system band and the tail alone
+// exceed the available budget: nothing can be sent.
 var ErrSystemOverBudget = errors.New("projector: system items exceed the token budget")
 
 // Assemble builds the view. A nil policy concatenates the bands. The policy
@@ -231,16 +235,16 @@ func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
 	}
 
 	remaining := policy.Available()
-	sys := sum(in.System)
+	sys := sum(in.System) + sum(in.Tail)
 	if sys > remaining {
-		return v, fmt.Errorf("%w: system %d tokens, available %d", ErrSystemOverBudget, sys, remaining)
+		return v, fmt.Errorf("%w: system and tail %d tokens, available %d", ErrSystemOverBudget, sys, remaining)
 	}
 	remaining -= sys
-	// Claim the layer bands in the specified order, each entry while it fits.
+	tail := in.Tail
+	// Claim the layer bands in order, each entry while it fits.
 	anchor, remaining, dropA := claim(in.Anchor, remaining)
 	live, remaining, dropL := claim(in.Live, remaining)
-	tail, remaining, dropT := claim(in.Tail, remaining)
-	v.LayerDropped = dropA + dropL + dropT
+	v.LayerDropped = dropA + dropL
 	var updates []Entry[T]
 	if u := sum(in.Updates); u <= remaining {
 		updates = in.Updates

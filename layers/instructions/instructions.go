@@ -1,0 +1,320 @@
+package instructions
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/storage"
+)
+
+// Defaults.
+const (
+	// DefaultID is the layer id when Options.ID is empty.
+	DefaultID = "instructions"
+	// DefaultSlot is the slot when Options.Slot is 0: before every
+	// built-in slot, so instructions open the anchor band.
+	DefaultSlot core.Slot = 10
+	// DefaultMaxFileBytes bounds one file when Options.MaxFileBytes is 0.
+	DefaultMaxFileBytes = 256 << 10
+)
+
+// Errors of loading a file, matched with errors.Is. A missing file matches
+// fs.ErrNotExist.
+var (
+	// ErrFileTooLarge: the file is over Options.MaxFileBytes. Instructions
+	// are not cut silently.
+	ErrFileTooLarge = errors.New("instructions: file too large")
+	// ErrNotText: the file is not UTF-8 text (or not a regular file).
+	ErrNotText = errors.New("instructions: not a text file")
+	// ErrOutsideRoot: the path leads out of Options.Root (through a
+	// symbolic link; lexical escapes are refused by New).
+	ErrOutsideRoot = errors.New("instructions: path outside root")
+)
+
+// Options configure the layer. Set Text, Files or both.
+type Options struct {
+	// ID names the layer; DefaultID when empty.
+	ID string
+	// Text is inline instructional content, rendered first.
+	Text string
+	// Files are read once at init, relative to Root, and rendered after
+	// Text in this order. Use slash or OS separators; absolute paths and
+	// paths that climb out of Root are refused.
+	Files []string
+	// Root is the directory Files are relative to; the working directory
+	// (at New) when empty.
+	Root string
+	// Slot defaults to DefaultSlot.
+	Slot core.Slot
+	// Scope is the load-once boundary; core.ScopeExecution by default
+	// (every run loads). A durable scope loads on the scope's first run and
+	// reuses that copy; see the package doc.
+	Scope core.Scope
+	// Budget defaults to auto. Sources past the budget are cut from the
+	// end by the runtime, with a diagnostic.
+	Budget core.Budget
+	// MaxFileBytes bounds each file; 0 means DefaultMaxFileBytes. A larger
+	// file fails init with ErrFileTooLarge.
+	MaxFileBytes int64
+	// OnInitError is core.InitErrorThrow (the zero value: a load failure
+	// aborts the run) or core.InitErrorDisable (run without the layer).
+	OnInitError core.InitErrorPolicy
+	// Timeouts override the runtime's hook timeouts (Init reads the files).
+	Timeouts core.Timeouts
+}
+
+// Block is one loaded source.
+type Block struct {
+	// Source is the file's path as given in Options.Files (slash
+	// separated); empty for Options.Text.
+	Source string `json:"source,omitempty"`
+	Text   string `json:"text"`
+}
+
+// State is what init loaded. Durable scopes persist it.
+type State struct {
+	Blocks []Block `json:"blocks"`
+	// Fingerprint identifies the options the blocks were loaded with, so a
+	// durable copy made under other options is not reused.
+	Fingerprint string `json:"fingerprint"`
+}
+
+// New validates opts and returns the layer. Invalid options fail with a
+// *core.ConfigError naming the field. Files are not touched until init.
+func New(opts Options) (core.Layer[State], error) {
+	if opts.ID == "" {
+		opts.ID = DefaultID
+	}
+	bad := func(field, reason string) error {
+		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
+	}
+	if opts.Text == "" && len(opts.Files) == 0 {
+		return core.Layer[State]{}, bad("Text", "set Text or Files")
+	}
+	if !utf8.ValidString(opts.Text) {
+		return core.Layer[State]{}, bad("Text", "not valid UTF-8")
+	}
+	files := make([]string, len(opts.Files))
+	seen := map[string]bool{}
+	for i, f := range opts.Files {
+		field := fmt.Sprintf("Files[%d]", i)
+		if f == "" {
+			return core.Layer[State]{}, bad(field, "empty path")
+		}
+		local := filepath.Clean(filepath.FromSlash(f))
+		if !filepath.IsLocal(local) {
+			return core.Layer[State]{}, bad(field, fmt.Sprintf("%q is absolute or leaves Root", f))
+		}
+		key := filepath.ToSlash(local)
+		if seen[key] {
+			return core.Layer[State]{}, bad(field, fmt.Sprintf("%q is listed twice", f))
+		}
+		seen[key] = true
+		files[i] = local
+	}
+	root := opts.Root
+	if root == "" {
+		root = "."
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return core.Layer[State]{}, bad("Root", err.Error())
+	}
+	switch opts.Scope {
+	case "":
+		opts.Scope = core.ScopeExecution
+	case core.ScopeExecution, core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
+	default:
+		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("unknown scope %q", opts.Scope))
+	}
+	switch opts.OnInitError {
+	case core.InitErrorThrow, core.InitErrorDisable:
+	default:
+		return core.Layer[State]{}, bad("OnInitError", fmt.Sprintf("unknown policy %q", opts.OnInitError))
+	}
+	if opts.Slot == 0 {
+		opts.Slot = DefaultSlot
+	}
+	if err := opts.Budget.Validate(); err != nil {
+		var ce *core.ConfigError
+		if errors.As(err, &ce) {
+			ce.Layer = opts.ID
+		}
+		return core.Layer[State]{}, err
+	}
+	switch {
+	case opts.MaxFileBytes < 0:
+		return core.Layer[State]{}, bad("MaxFileBytes", "negative")
+	case opts.MaxFileBytes == 0:
+		opts.MaxFileBytes = DefaultMaxFileBytes
+	}
+	l := &loader{root: abs, text: opts.Text, sources: opts.Files, files: files, max: opts.MaxFileBytes}
+	l.fingerprint = l.fingerprintOf()
+	return core.Layer[State]{
+		ID: opts.ID, Name: "Instructions", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
+		Placement: core.PlacementAnchor, OnInitError: opts.OnInitError, Timeouts: opts.Timeouts,
+		Hooks: core.Hooks[State]{
+			Init: l.init,
+			Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
+				return core.Recall[State]{Items: Render(p.State.Blocks)}, nil
+			},
+		},
+	}, nil
+}
+
+// loader reads the configured sources. It is immutable after New, so one
+// layer serves concurrent sessions.
+type loader struct {
+	root        string
+	text        string
+	sources     []string // as given, for the source attribute
+	files       []string // cleaned, OS separators
+	max         int64
+	fingerprint string
+}
+
+func (l *loader) fingerprintOf() string {
+	doc, _ := json.Marshal(struct {
+		Root  string   `json:"root"`
+		Text  string   `json:"text"`
+		Files []string `json:"files"`
+		Max   int64    `json:"max"`
+	}{l.root, l.text, l.files, l.max})
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:])
+}
+
+func (l *loader) init(ctx context.Context, p core.InitParams) (State, error) {
+	if len(p.Stored) > 0 {
+		var st State
+		if err := json.Unmarshal(p.Stored, &st); err == nil && st.Fingerprint == l.fingerprint {
+			return st, nil
+		}
+		// Another configuration's copy, or an unreadable one: load afresh.
+	}
+	st, err := l.load(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	if len(l.files) > 0 {
+		// Durable scopes keep this copy for the scope's later runs; for
+		// execution scope Storage saves nothing.
+		if err := p.Storage.Save(ctx, "state", st); err != nil {
+			if !errors.Is(err, storage.ErrConflict) {
+				return State{}, fmt.Errorf("instructions: save loaded copy: %w", err)
+			}
+			// A concurrent first run of the scope saved its copy first:
+			// use that one, so the scope's runs agree.
+			var saved State
+			if found, lerr := p.Storage.Load(ctx, "state", &saved); lerr == nil && found && saved.Fingerprint == l.fingerprint {
+				return saved, nil
+			}
+		}
+	}
+	return st, nil
+}
+
+// load reads Text and every file.
+func (l *loader) load(ctx context.Context) (State, error) {
+	st := State{Fingerprint: l.fingerprint}
+	if l.text != "" {
+		st.Blocks = append(st.Blocks, Block{Text: l.text})
+	}
+	if len(l.files) == 0 {
+		return st, nil
+	}
+	root, err := os.OpenRoot(l.root)
+	if err != nil {
+		return State{}, fmt.Errorf("instructions: open root %q: %w", l.root, err)
+	}
+	defer root.Close()
+	for i, name := range l.files {
+		if err := ctx.Err(); err != nil {
+			return State{}, err
+		}
+		text, err := l.read(root, name)
+		if err != nil {
+			return State{}, fmt.Errorf("instructions: load %q (root %q): %w", l.sources[i], l.root, err)
+		}
+		st.Blocks = append(st.Blocks, Block{Source: filepath.ToSlash(name), Text: text})
+	}
+	return st, nil
+}
+
+func (l *loader) read(root *os.Root, name string) (string, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && escapes(l.root, name) {
+			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
+		}
+		return "", err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s is not a regular file", ErrNotText, info.Mode().Type())
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, l.max+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(raw)) > l.max {
+		return "", fmt.Errorf("%w: over %d bytes", ErrFileTooLarge, l.max)
+	}
+	if !utf8.Valid(raw) || strings.IndexByte(string(raw), 0) >= 0 {
+		return "", fmt.Errorf("%w: not UTF-8 text", ErrNotText)
+	}
+	return strings.TrimRight(string(raw), "\r\n"), nil
+}
+
+// escapes reports whether name, under root, resolves (through symbolic
+// links) to a place outside root. It only classifies an error os.Root
+// already returned; os.Root is what enforces the confinement.
+func escapes(root, name string) bool {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	target, err := filepath.EvalSymlinks(filepath.Join(root, name))
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(realRoot, target)
+	return err != nil || !filepath.IsLocal(rel)
+}
+
+// Render returns the developer messages of blocks, one per block, in
+// order. It is what the layer's recall returns.
+func Render(blocks []Block) []core.Item {
+	items := make([]core.Item, 0, len(blocks))
+	for _, b := range blocks {
+		var s strings.Builder
+		if b.Source == "" {
+			s.WriteString("<instructions>\n")
+		} else {
+			s.WriteString(`<instructions source="`)
+			s.WriteString(attrEscaper.Replace(b.Source))
+			s.WriteString("\">\n")
+		}
+		s.WriteString(b.Text)
+		s.WriteString("\n</instructions>")
+		items = append(items, core.DeveloperMessage(s.String()))
+	}
+	return items
+}
+
+var attrEscaper = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;", `"`, "&quot;")
