@@ -1,0 +1,37 @@
+// Package cachebench is strata's cache-stability benchmark: it measures
+// what prompt caching saves when the context is assembled by strata's
+// runtime, against the ways other frameworks assemble it and against an
+// analytic optimum.
+//
+// A [Workload] is a scripted, deterministic agent run of at least 200 user
+// turns (seeded math/rand/v2 PCG): realistic layers (a clock, a scratchpad
+// the model rewrites through its provided function, a growing entity list,
+// per-query retrieval, static instructions, a workspace of source files
+// with small edits and a renderDelta), tool calls in the history, simulated
+// time between requests (so the 5-minute cache lifetime matters) and, on
+// two workloads, a token budget that history outgrows late in the run.
+//
+// [Run] replays a workload through core.Session for every [Strategy] and
+// turns each assembled view into a request for the cachesim simulators
+// ([Anthropic] explicit breakpoints, [OpenAI] automatic prefix caching):
+// one block per tool schema, then one per item, identified by the SHA-256
+// of its canonical JSON and sized by the runtime's token count. The
+// simulator's figures of each request are fed back with
+// Session.ReportCache, so cache-miss re-anchoring behaves as it would live.
+//
+// The strategies: [Anchored] (strata's default bands, epochs and
+// breakpoints), [AnchoredHistoryCap] (plus layers/history's watermark cap),
+// [SingleBand] (core.CacheConfig{Disabled: true}: no breakpoints),
+// [SingleBandBreakpoints] (the same view with breakpoints after the system
+// prompt and history), [AllInSystem] (every layer's text in the system
+// message, the common approach elsewhere) and [Optimum]: request n carries
+// the content of the single-band view and only what is new since request
+// n-1 is uncached — the items logged since, plus each changed layer's
+// renderDelta text (or its full new output when it has none); no write
+// fee, TTL or minimum length.
+//
+// [WriteMarkdown] and [WriteSVG] turn results into the report and the plot
+// of cumulative billed input; [Targets] checks the targets. The
+// command benchmarks/cmd/cachebench writes them to benchmarks/results
+// (make bench-cache).
+package cachebench

@@ -1,0 +1,740 @@
+package cachebench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stratamem/strata/cachesim"
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/tokens"
+)
+
+// Strategy is a way of turning the layers and the history into requests.
+type Strategy string
+
+// The strategies compared.
+const (
+	// Anchored is strata's default: anchor and live bands, pinned epochs,
+	// context updates, and the view's cache breakpoints (end of system,
+	// anchor band and history).
+	Anchored Strategy = "anchored"
+	// AnchoredHistoryCap is Anchored with the history layer's watermark cap
+	// (layers/history), when this build has it.
+	AnchoredHistoryCap Strategy = "anchored+history-cap"
+	// SingleBand is anchoring disabled (core.CacheConfig{Disabled: true}):
+	// every layer renders fresh before history and the view asks for no
+	// breakpoints, so Anthropic caches nothing.
+	SingleBand Strategy = "single-band"
+	// SingleBandBreakpoints is the single band with breakpoints after the
+	// system prompt and at the end of history, as a framework that asks for
+	// the cache but renders its layers before history would.
+	SingleBandBreakpoints Strategy = "single-band+bp"
+	// AllInSystem renders every layer's text into the system message on
+	// every request, history after, breakpoints at the end of the system
+	// message and of history: the common approach of other frameworks.
+	AllInSystem Strategy = "all-in-system"
+	// Optimum is analytic: every request is the previous one plus what is
+	// new, and only what is new is uncached (see the package doc).
+	Optimum Strategy = "optimum"
+)
+
+// Provider is a simulated prompt cache.
+type Provider string
+
+// The providers simulated (package cachesim, default options and prices).
+const (
+	Anthropic Provider = "anthropic"
+	OpenAI    Provider = "openai"
+)
+
+// Models named in the simulated requests.
+const (
+	AnthropicModel = "claude-sonnet-4-5"
+	OpenAIModel    = "gpt-5"
+)
+
+// AllStrategies lists the strategies in report order.
+func AllStrategies() []Strategy {
+	return []Strategy{Anchored, AnchoredHistoryCap, SingleBand, SingleBandBreakpoints, AllInSystem, Optimum}
+}
+
+// AllProviders lists the providers in report order.
+func AllProviders() []Provider { return []Provider{Anthropic, OpenAI} }
+
+// Prices returns the prices the provider's simulator bills at.
+func (p Provider) Prices() cachesim.Prices {
+	if p == OpenAI {
+		return cachesim.OpenAIPrices()
+	}
+	return cachesim.AnthropicPrices()
+}
+
+// Options configure a Run. The zero value runs the workload's full script,
+// every available strategy on both providers, counting with o200k_base.
+type Options struct {
+	// Turns overrides the workload's turn count when positive; the
+	// overflow and pause turns scale along.
+	Turns int
+	// Strategies to run; nil means all that this build supports. Optimum
+	// is always computed when any strategy runs.
+	Strategies []Strategy
+	// Providers to simulate; nil means both.
+	Providers []Provider
+	// Tokenizer counts tokens; nil means tokens.New("o200k_base"). Each
+	// session memoizes its own counts, as a live process would, so the
+	// assembly times include counting what is new. Passing a *tokens.Cache
+	// shares counts between sessions and Runs: faster (the tests do it),
+	// but the first session to meet a text pays for counting it.
+	Tokenizer tokens.Tokenizer
+	// Cache tunes the anchored strategies' runtime (its Disabled field is
+	// ignored); the zero value is strata's defaults, which the report uses.
+	Cache core.CacheConfig
+	// OnRequest, when set, sees every simulated request after it was
+	// billed. The Request is valid only during the call.
+	OnRequest func(*Request)
+}
+
+// Block is one content block of a simulated request.
+type Block struct {
+	// Bytes are the canonical JSON of the item or tool schema, as sent;
+	// shared between requests, do not modify.
+	Bytes []byte
+	// Tokens is the block's length as the runtime counts it.
+	Tokens int
+	// Breakpoint marks an Anthropic cache_control directive after it.
+	Breakpoint bool
+}
+
+// Request is one simulated model call.
+type Request struct {
+	Workload string
+	Strategy Strategy
+	Provider Provider
+	// Index counts the run's requests from 0; Turn and Round locate it in
+	// the script (Round 0 is a turn's first model call).
+	Index, Turn, Round int
+	At                 time.Time
+	// Blocks are the tools then the items, in order.
+	Blocks []Block
+	// StableBlocks is the number of leading blocks that are tools, system
+	// and anchor band: the epoch's pinned front. HistoryEnd is the number
+	// of leading blocks up to the end of history.
+	StableBlocks, HistoryEnd int
+	// EpochID and Reanchored describe the anchored runtime's epoch; empty
+	// for the single-band strategies.
+	EpochID    string
+	Reanchored bool
+	// HistoryDropped counts log items the projection left out.
+	HistoryDropped int
+	Usage          cachesim.Usage
+
+	compose time.Duration // AllInSystem: composing the system text
+}
+
+// Series is one strategy on one provider over a whole run.
+type Series struct {
+	Strategy Strategy
+	Provider Provider
+	// Totals sums the billed usage of every request.
+	Totals cachesim.Totals
+	// BeforeOverflow and AfterOverflow split Totals at OverflowRequest.
+	BeforeOverflow, AfterOverflow cachesim.Totals
+	// OverflowRequest is the first request whose history was cut by the
+	// token budget, -1 when none was.
+	OverflowRequest int
+	// Cumulative[i] is the billed base-token equivalent of requests 0..i.
+	Cumulative []float64
+	// Reanchors counts the epochs started, by reason (anchored strategies).
+	Reanchors map[string]int
+	// Assembly holds the wall time of each request's assembly: Session.
+	// Assemble, plus composing the system text for AllInSystem (hashing and
+	// counting blocks for the simulator is not included). Empty for Optimum.
+	Assembly []time.Duration
+	// ReanchorNonRead sums the written and uncached tokens of the requests
+	// that started a new epoch, the run's first request excepted: what
+	// re-anchoring cost on top of the usual turn.
+	ReanchorNonRead int
+	// BandTokens[b] sums the view's band b tokens over all requests (the
+	// runtime's view; for AllInSystem the layers are in the system message).
+	BandTokens [6]int
+}
+
+// MeanBand is the mean token count of band b per request.
+func (s *Series) MeanBand(b core.Band) float64 {
+	if s.Totals.Requests == 0 {
+		return 0
+	}
+	return float64(s.BandTokens[b]) / float64(s.Totals.Requests)
+}
+
+// MedianAssembly is the median of Assembly, 0 when empty.
+func (s *Series) MedianAssembly() time.Duration {
+	if len(s.Assembly) == 0 {
+		return 0
+	}
+	d := slices.Clone(s.Assembly)
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// Result is one workload's run.
+type Result struct {
+	Workload Workload
+	// Turns and Requests are the user turns run and the model calls made.
+	Turns, Requests int
+	// TokenBudget is the calibrated Policy.TokenBudget, 0 without one;
+	// HistoryCap is the history layer's MaxTokens in AnchoredHistoryCap.
+	TokenBudget, HistoryCap int
+	// ContentTokens is the mean size of a request's content: tools, system,
+	// fresh layer output and the history shown (the optimum's request).
+	ContentTokens float64
+	// Series holds every strategy run on every provider, in report order.
+	Series []*Series
+}
+
+// Get returns the series of strategy s on provider p, or nil.
+func (r *Result) Get(s Strategy, p Provider) *Series {
+	for _, x := range r.Series {
+		if x.Strategy == s && x.Provider == p {
+			return x
+		}
+	}
+	return nil
+}
+
+// responseReserve is the Policy.ResponseReserve of the budgeted workloads.
+const responseReserve = 8192
+
+// Run runs workload w with every requested strategy on every requested
+// provider and returns the billed figures. Runs are deterministic except
+// for the assembly times.
+func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
+	if w.build == nil {
+		return nil, fmt.Errorf("%w: workload %q has no script (use Workloads or WorkloadByName)", ErrInvalidOptions, w.Name)
+	}
+	if opts.Turns < 0 {
+		return nil, fmt.Errorf("%w: Turns = %d", ErrInvalidOptions, opts.Turns)
+	}
+	turns := w.Turns
+	if opts.Turns > 0 {
+		turns = opts.Turns
+	}
+	strategies := opts.Strategies
+	if strategies == nil {
+		for _, s := range AllStrategies() {
+			if s != AnchoredHistoryCap || historyCapAvailable() {
+				strategies = append(strategies, s)
+			}
+		}
+	}
+	for _, s := range strategies {
+		if !slices.Contains(AllStrategies(), s) {
+			return nil, fmt.Errorf("%w: strategy %q", ErrUnknownStrategy, s)
+		}
+		if s == AnchoredHistoryCap && !historyCapAvailable() {
+			return nil, fmt.Errorf("%w: %s needs layers/history", ErrUnavailable, s)
+		}
+	}
+	providers := opts.Providers
+	if providers == nil {
+		providers = AllProviders()
+	}
+	for _, p := range providers {
+		if p != Anthropic && p != OpenAI {
+			return nil, fmt.Errorf("%w: provider %q", ErrUnknownStrategy, p)
+		}
+	}
+	tok := opts.Tokenizer
+	if tok == nil {
+		var err error
+		if tok, err = tokens.New("o200k_base"); err != nil {
+			return nil, fmt.Errorf("cachebench: tokenizer: %w", err)
+		}
+	}
+
+	sc := w.build(w.Seed, turns)
+	res := &Result{Workload: w, Turns: turns}
+	var bud budget
+	if w.OverflowTurn > 0 {
+		var err error
+		if bud, err = calibrate(ctx, sc, tok, w.OverflowTurn*turns/w.Turns); err != nil {
+			return nil, err
+		}
+		if bud.policy != nil {
+			res.TokenBudget, res.HistoryCap = bud.policy.TokenBudget, bud.historyCap
+		}
+	}
+
+	// One session per anchored strategy and provider, since the provider's
+	// cache reports steer re-anchoring; one single-band session feeds every
+	// single-band strategy (it ignores reports) and the optimum.
+	for _, s := range strategies {
+		if s != Anchored && s != AnchoredHistoryCap {
+			continue
+		}
+		if s == AnchoredHistoryCap && bud.policy == nil {
+			// Without a budget history never overflows: nothing to cap.
+			continue
+		}
+		for _, p := range providers {
+			sk, err := newSink(s, p)
+			if err != nil {
+				return nil, err
+			}
+			n, err := replay(ctx, sc, tok, bud, s, []*sink{sk}, nil, &opts, res)
+			if err != nil {
+				return nil, err
+			}
+			res.Requests = n
+			res.Series = append(res.Series, sk.series)
+		}
+	}
+	var sinks []*sink
+	for _, s := range strategies {
+		if s == SingleBand || s == SingleBandBreakpoints || s == AllInSystem {
+			for _, p := range providers {
+				sk, err := newSink(s, p)
+				if err != nil {
+					return nil, err
+				}
+				sinks = append(sinks, sk)
+			}
+		}
+	}
+	if len(sinks) == 0 && !slices.Contains(strategies, Optimum) {
+		return res, nil
+	}
+	opt := make([]*Series, len(providers))
+	for i, p := range providers {
+		opt[i] = &Series{Strategy: Optimum, Provider: p, OverflowRequest: -1}
+	}
+	n, err := replay(ctx, sc, tok, bud, SingleBand, sinks, opt, &opts, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Requests = n
+	for _, sk := range sinks {
+		res.Series = append(res.Series, sk.series)
+	}
+	if slices.Contains(strategies, Optimum) {
+		res.Series = append(res.Series, opt...)
+	}
+	slices.SortStableFunc(res.Series, func(a, b *Series) int {
+		if a.Provider != b.Provider {
+			return slices.Index(AllProviders(), a.Provider) - slices.Index(AllProviders(), b.Provider)
+		}
+		return slices.Index(AllStrategies(), a.Strategy) - slices.Index(AllStrategies(), b.Strategy)
+	})
+	return res, nil
+}
+
+// sink is one strategy on one provider's simulator.
+type sink struct {
+	strategy Strategy
+	provider Provider
+	model    string
+	sim      cachesim.Simulator
+	series   *Series
+}
+
+func newSink(s Strategy, p Provider) (*sink, error) {
+	sk := &sink{strategy: s, provider: p, series: &Series{Strategy: s, Provider: p, OverflowRequest: -1, Reanchors: map[string]int{}}}
+	var err error
+	switch p {
+	case Anthropic:
+		sk.model = AnthropicModel
+		sk.sim, err = cachesim.NewAnthropic(cachesim.AnthropicOptions{})
+	case OpenAI:
+		sk.model = OpenAIModel
+		sk.sim, err = cachesim.NewOpenAI(cachesim.OpenAIOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cachebench: simulator: %w", err)
+	}
+	return sk, nil
+}
+
+// newRuntime builds the runtime of one run over a fresh world.
+func newRuntime(sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strategy, cache core.CacheConfig) (*core.Runtime, error) {
+	layers := buildLayers(sc.layers, w)
+	if s == AnchoredHistoryCap {
+		l, err := historyCapLayer(bud.historyCap)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
+	cfg := core.Config{
+		Layers:    layers,
+		System:    []core.Item{core.SystemMessage(sc.system)},
+		Tokenizer: tok,
+		Policy:    bud.policy,
+		// The layers are sized by the workload, not squeezed by an
+		// allocator: the budget only bounds history.
+		LayerPool: core.Unlimited,
+		Cache:     cache,
+	}
+	cfg.Cache.Disabled = s != Anchored && s != AnchoredHistoryCap
+	rt, err := core.NewRuntime(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cachebench: runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// budget is a workload's calibrated token budget.
+type budget struct {
+	policy *core.Policy
+	// historyCap is the history layer's MaxTokens for AnchoredHistoryCap.
+	historyCap int
+}
+
+// calibrate replays the single-band run without a budget up to the first
+// round of turn at. The view's size there becomes the budget's Available,
+// so history overflows from that turn on. The history cap is what that
+// budget leaves after the system prompt and twice the layers' size (their
+// pins plus as much again in context updates and live output), so the cap
+// cuts before the projector has to.
+func calibrate(ctx context.Context, sc *script, tok tokens.Tokenizer, at int) (budget, error) {
+	if at <= 0 || at >= len(sc.turns) {
+		return budget{}, nil
+	}
+	cut := *sc
+	cut.turns = sc.turns[:at+1]
+	var size, sys, layers int
+	probe := func(turn, round int, v *core.View) {
+		if turn == at && round == 0 {
+			size, sys, layers = v.Tokens(), v.BandTokens(core.BandSystem), v.BandTokens(core.BandAnchor)
+		}
+	}
+	if _, err := replay(ctx, &cut, tok, budget{}, SingleBand, nil, nil, &Options{}, nil, probe); err != nil {
+		return budget{}, err
+	}
+	if size == 0 {
+		return budget{}, nil
+	}
+	return budget{
+		policy:     &core.Policy{TokenBudget: size + responseReserve, ResponseReserve: responseReserve},
+		historyCap: max(1, size-sys-2*layers),
+	}, nil
+}
+
+// blockMemo renders each distinct item or tool once per run: history items
+// recur in every later request.
+type blockMemo struct {
+	rt    *core.Runtime
+	tok   tokens.Tokenizer
+	items map[itemKey]Block
+}
+
+type itemKey struct {
+	typ, id, role, text, callID, name, args, output string
+}
+
+func (m *blockMemo) item(it core.Item) (Block, error) {
+	k := itemKey{string(it.Type), it.ID, string(it.Role), it.Text(), it.CallID, it.Name, it.Arguments, it.Output}
+	if b, ok := m.items[k]; ok {
+		return b, nil
+	}
+	raw, err := json.Marshal(it)
+	if err != nil {
+		return Block{}, fmt.Errorf("cachebench: encode item: %w", err)
+	}
+	b := Block{Bytes: raw, Tokens: m.rt.CountItems([]core.Item{it})}
+	m.items[k] = b
+	return b, nil
+}
+
+func (m *blockMemo) tools(specs []core.FunctionSpec) ([]Block, error) {
+	out := make([]Block, len(specs))
+	for i, s := range specs {
+		raw, err := json.Marshal(s)
+		if err != nil {
+			return nil, fmt.Errorf("cachebench: encode tool: %w", err)
+		}
+		out[i] = Block{Bytes: raw, Tokens: m.tok.Count(string(raw))}
+	}
+	return out, nil
+}
+
+// replay drives one session through the script. Every sink gets a request
+// built from each view; opt, when not nil, receives the optimum per
+// provider. probe, when set, sees each view (calibration). It returns the
+// number of requests.
+func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s Strategy,
+	sinks []*sink, opt []*Series, opts *Options, res *Result, probe ...func(turn, round int, v *core.View)) (int, error) {
+	w := sc.world.clone()
+	rt, err := newRuntime(sc, w, tok, bud, s, opts.Cache)
+	if err != nil {
+		return 0, err
+	}
+	sess, err := rt.Start(ctx, core.RunOptions{ThreadID: "bench", RunID: "bench"})
+	if err != nil {
+		return 0, fmt.Errorf("cachebench: start: %w", err)
+	}
+	defer sess.Close(ctx)
+	memo := &blockMemo{rt: rt, tok: tok, items: map[itemKey]Block{}}
+	name := ""
+	if res != nil {
+		name = res.Workload.Name
+	}
+	var tools []Block
+	toolTokens := 0
+
+	feedback := len(sinks) == 1 && (s == Anchored || s == AnchoredHistoryCap)
+	appended := 0 // tokens logged since the previous request (optimum)
+	prevLayer := map[string]string{}
+	contentSum := 0.0
+	now := sc.start
+	n := 0
+	appendItems := func(items ...core.Item) error {
+		appended += rt.CountItems(items)
+		return sess.Append(ctx, items...)
+	}
+	for t, tr := range sc.turns {
+		now = now.Add(tr.gap)
+		if tr.before != nil {
+			tr.before(w)
+		}
+		if err := appendItems(core.UserMessage(tr.user)); err != nil {
+			return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
+		}
+		for r, rd := range tr.rounds {
+			w.now = now
+			start := time.Now()
+			view, err := sess.Assemble(ctx)
+			if err != nil {
+				return n, fmt.Errorf("cachebench: turn %d round %d: assemble: %w", t, r, err)
+			}
+			assembled := time.Since(start)
+			for _, p := range probe {
+				p(t, r, view)
+			}
+			if tools == nil {
+				specs := append(slices.Clone(sc.tools), view.Tools...)
+				if tools, err = memo.tools(specs); err != nil {
+					return n, err
+				}
+				for _, b := range tools {
+					toolTokens += b.Tokens
+				}
+			}
+			for _, sk := range sinks {
+				req, err := buildRequest(sk.strategy, view, tools, memo, sc.system)
+				if err != nil {
+					return n, err
+				}
+				elapsed := assembled + req.compose
+				req.Workload, req.Provider, req.Index, req.Turn, req.Round, req.At = name, sk.provider, n, t, r, now
+				if err := send(sk, req, view, elapsed); err != nil {
+					return n, fmt.Errorf("cachebench: %s/%s turn %d round %d: %w", sk.strategy, sk.provider, t, r, err)
+				}
+				if feedback {
+					u := req.Usage
+					sess.ReportCache(core.CacheReport{Reported: true, ReadTokens: u.ReadTokens,
+						WriteTokens: u.WriteTokens(), UncachedTokens: u.UncachedTokens, FirstRound: r == 0})
+				}
+				if opts.OnRequest != nil {
+					opts.OnRequest(req)
+				}
+			}
+			if opt != nil {
+				content := toolTokens + view.Tokens()
+				contentSum += float64(content)
+				news := appended + layerNews(sc.layers, w.rec, prevLayer, rt)
+				if n == 0 {
+					news = content
+				}
+				news = min(news, content)
+				for _, o := range opt {
+					u := cachesim.Usage{ReadTokens: content - news, UncachedTokens: news}
+					pr := o.Provider.Prices()
+					u.BaseEquivalent = float64(u.ReadTokens)*pr.CacheReadMult + float64(u.UncachedTokens)
+					u.Cost = u.BaseEquivalent * pr.InputPerMTok / 1e6
+					account(o, u, view.Usage.HistoryDropped > 0, n)
+				}
+			}
+			appended = 0
+			n++
+			now = now.Add(rd.think)
+			if len(rd.calls) == 0 {
+				if err := recordItems(ctx, sess, rt, &appended, core.AssistantMessage(rd.reply)); err != nil {
+					return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
+				}
+				continue
+			}
+			calls := make([]core.Item, len(rd.calls))
+			for i, c := range rd.calls {
+				calls[i] = core.FunctionCall(c.id, c.name, c.args(w))
+			}
+			if err := recordItems(ctx, sess, rt, &appended, calls...); err != nil {
+				return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
+			}
+			for i, c := range rd.calls {
+				now = now.Add(c.tool)
+				var out core.Item
+				if sess.IsFunction(c.name) {
+					if out, err = sess.CallFunction(ctx, calls[i]); err != nil {
+						return n, fmt.Errorf("cachebench: turn %d: %s: %w", t, c.name, err)
+					}
+				} else {
+					out = core.FunctionCallOutput(c.id, c.run(w))
+				}
+				if err := appendItems(out); err != nil {
+					return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
+				}
+			}
+		}
+	}
+	if opt != nil && res != nil && n > 0 {
+		res.ContentTokens = contentSum / float64(n)
+	}
+	return n, nil
+}
+
+func recordItems(ctx context.Context, sess *core.Session, rt *core.Runtime, appended *int, items ...core.Item) error {
+	*appended += rt.CountItems(items)
+	return sess.Record(ctx, items...)
+}
+
+// layerNews is what the layers changed since the previous request, in
+// tokens: for each layer whose rendering changed, its delta when it has one,
+// else its full new output. A layer that went empty adds nothing.
+func layerNews(defs []layerDef, rec *recorder, prev map[string]string, rt *core.Runtime) int {
+	news := 0
+	for _, d := range defs {
+		next := rec.get(d.id)
+		before, seen := prev[d.id]
+		prev[d.id] = next
+		if !seen || next == before || next == "" {
+			continue
+		}
+		text := next
+		if d.delta != nil && before != "" {
+			if dt, ok := d.delta(before, next); ok {
+				text = dt
+			}
+		}
+		news += rt.CountItems([]core.Item{core.DeveloperMessage(text)})
+	}
+	return news
+}
+
+// send bills req on the sink's simulator and accounts it.
+func send(sk *sink, req *Request, view *core.View, elapsed time.Duration) error {
+	blocks := make([]cachesim.Block, len(req.Blocks))
+	for i, b := range req.Blocks {
+		blocks[i] = cachesim.Block{Hash: cachesim.HashBytes(b.Bytes), Tokens: b.Tokens, Breakpoint: b.Breakpoint}
+	}
+	u, err := sk.sim.Send(cachesim.Request{At: req.At, Model: sk.model, Blocks: blocks})
+	if err != nil {
+		return err
+	}
+	req.Strategy = sk.strategy
+	req.Usage = u
+	if ep := view.Usage.Epoch; ep != nil {
+		req.EpochID, req.Reanchored = ep.ID, ep.Reanchored
+		if ep.Reanchored {
+			sk.series.Reanchors[ep.ReanchorReason]++
+			if req.Index > 0 {
+				sk.series.ReanchorNonRead += u.WriteTokens() + u.UncachedTokens
+			}
+		}
+	}
+	req.HistoryDropped = view.Usage.HistoryDropped
+	account(sk.series, u, req.HistoryDropped > 0, req.Index)
+	for b := range sk.series.BandTokens {
+		sk.series.BandTokens[b] += view.BandTokens(core.Band(b))
+	}
+	sk.series.Assembly = append(sk.series.Assembly, elapsed)
+	return nil
+}
+
+func account(s *Series, u cachesim.Usage, overflowed bool, index int) {
+	if overflowed && s.OverflowRequest < 0 {
+		s.OverflowRequest = index
+	}
+	s.Totals.Add(u)
+	if s.OverflowRequest >= 0 {
+		s.AfterOverflow.Add(u)
+	} else {
+		s.BeforeOverflow.Add(u)
+	}
+	s.Cumulative = append(s.Cumulative, s.Totals.BaseEquivalent)
+}
+
+// buildRequest turns a view into the request a strategy sends.
+func buildRequest(s Strategy, view *core.View, tools []Block, memo *blockMemo, system string) (*Request, error) {
+	req := &Request{}
+	blocks := append(make([]Block, 0, len(tools)+view.Len()), tools...)
+	addItems := func(items []core.Item) error {
+		for _, it := range items {
+			b, err := memo.item(it)
+			if err != nil {
+				return err
+			}
+			blocks = append(blocks, b)
+		}
+		return nil
+	}
+	mark := func(i int) {
+		if i >= 0 && i < len(blocks) {
+			blocks[i].Breakpoint = true
+		}
+	}
+	switch s {
+	case AllInSystem:
+		// The layers' fresh text goes into the one system message.
+		start := time.Now()
+		parts := []string{system}
+		for _, it := range view.Band(core.BandAnchor) {
+			parts = append(parts, it.Text())
+		}
+		sys := core.SystemMessage(strings.Join(parts, "\n\n"))
+		req.compose = time.Since(start)
+		if err := addItems([]core.Item{sys}); err != nil {
+			return nil, err
+		}
+		req.StableBlocks = len(blocks)
+		mark(len(blocks) - 1)
+		if err := addItems(view.Band(core.BandHistory)); err != nil {
+			return nil, err
+		}
+		req.HistoryEnd = len(blocks)
+		if len(view.Band(core.BandHistory)) > 0 {
+			mark(len(blocks) - 1)
+		}
+		if err := addItems(view.Band(core.BandLive)); err != nil {
+			return nil, err
+		}
+	default:
+		for b := core.BandSystem; b <= core.BandTail; b++ {
+			if err := addItems(view.Band(b)); err != nil {
+				return nil, err
+			}
+			switch b {
+			case core.BandAnchor:
+				req.StableBlocks = len(blocks)
+			case core.BandHistory:
+				req.HistoryEnd = len(blocks)
+			}
+		}
+		switch s {
+		case Anchored, AnchoredHistoryCap:
+			for _, bp := range view.Breakpoints {
+				mark(len(tools) + bp.Index)
+			}
+		case SingleBandBreakpoints:
+			mark(len(tools) + len(view.Band(core.BandSystem)) - 1)
+			if len(view.Band(core.BandHistory)) > 0 {
+				mark(req.HistoryEnd - 1)
+			}
+		}
+	}
+	req.Blocks = blocks
+	return req, nil
+}
