@@ -1,0 +1,311 @@
+package pgvector
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/driver"
+)
+
+func TestOpenInvalidOptions(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	cfg := driver.Config{Name: "never_created", Dimension: 4}
+	for _, o := range []Options{
+		{Index: "ivfflat"}, {M: 1}, {M: 101}, {EfConstruction: 3}, {M: 40, EfConstruction: 64},
+		{EfSearch: -1}, {EfSearch: 1001}, {Schema: "bad-schema"}, {Schema: `a"b`},
+	} {
+		_, err := OpenDriver(ctx, pool, cfg, &o)
+		if !errors.Is(err, driver.ErrInvalidArgument) {
+			t.Errorf("options %+v: %v, want ErrInvalidArgument", o, err)
+		}
+	}
+	for _, c := range []driver.Config{
+		{Name: "", Dimension: 4},
+		{Name: "x\x00y", Dimension: 4},
+		{Name: "never_created", Dimension: 16001},
+		{Name: "never_created", Dimension: 0}, // does not exist: needs a dimension
+		{Name: "never_created", Dimension: 4, Distance: "manhattan"},
+	} {
+		if _, err := OpenDriver(ctx, pool, c, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+			t.Errorf("config %+v: %v, want ErrInvalidArgument", c, err)
+		}
+	}
+	if _, err := OpenDriver(ctx, nil, cfg, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Errorf("nil pool: %v", err)
+	}
+	// An explicit HNSW index beyond pgvector's 2000 dimensions is refused...
+	if _, err := OpenDriver(ctx, pool, driver.Config{Name: "never_created", Dimension: 2001}, &Options{Index: IndexHNSW}); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Errorf("hnsw at 2001 dimensions: %v", err)
+	}
+	// ...and the default falls back to no index.
+	name := fmt.Sprintf("wide_%08x", rand.Uint32())
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 3000}, nil)
+	if err != nil {
+		t.Fatalf("3000 dimensions without index: %v", err)
+	}
+	defer c.Close()
+	v := make([]float32, 3000)
+	v[7] = 1
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "w", Vector: v}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := c.Query(ctx, v, vectorstore.QueryOptions{K: 1}); err != nil || len(ms) != 1 || ms[0].Record.ID != "w" {
+		t.Fatalf("query 3000-d: %v, %v", ms, err)
+	}
+	var index string
+	if err := pool.QueryRow(ctx, "SELECT index_method FROM strata_vec_collections WHERE name = $1", name).Scan(&index); err != nil || index != IndexNone {
+		t.Fatalf("index_method %q, %v; want none", index, err)
+	}
+}
+
+// Any collection name maps to its own valid table; the catalog lists it and
+// DropCollection removes it.
+func TestCollectionNames(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	suffix := fmt.Sprintf("%08x", rand.Uint32())
+	names := []string{
+		"Memories-EN/" + suffix, "memories-en/" + suffix, "mémoire " + suffix, "🧠" + suffix,
+		strings.Repeat("x", 200) + suffix, "plain_" + suffix, `"; DROP TABLE x; --` + suffix,
+	}
+	tables := map[string]string{}
+	for _, name := range names {
+		tb := tableFor(name)
+		if !identRE.MatchString(tb) || len(tb) > 55 {
+			t.Fatalf("table %q for %q is not a short identifier", tb, name)
+		}
+		if other, dup := tables[tb]; dup {
+			t.Fatalf("names %q and %q share table %q", name, other, tb)
+		}
+		tables[tb] = name
+		c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+		if err != nil {
+			t.Fatalf("open %q: %v", name, err)
+		}
+		if err := c.Upsert(ctx, vectorstore.Record{ID: name, Vector: []float32{1, 2}}); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	infos, err := ListCollections(ctx, pool, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, in := range infos {
+		listed[in.Name] = in.Dimension == 2 && in.Distance == driver.DistanceCosine
+	}
+	for _, name := range names {
+		if !listed[name] {
+			t.Errorf("ListCollections misses %q", name)
+		}
+		c, err := OpenCollection(ctx, pool, name, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Count(ctx, vectorstore.Filter{}); err != nil || n != 1 {
+			t.Fatalf("%q holds %d records, %v; want its own 1", name, n, err)
+		}
+		c.Close()
+		if err := DropCollection(ctx, pool, "", name); err != nil {
+			t.Fatalf("drop %q: %v", name, err)
+		}
+		if err := DropCollection(ctx, pool, "", name); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("second drop of %q: %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+// Collections can live in a schema of their own.
+func TestSchemaOption(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	schema := fmt.Sprintf("strata_s%08x", rand.Uint32())
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := OpenCollection(ctx, pool, "memories", &vectorstore.Options{Dimension: 2}, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "strata_vec_memories"}.Sanitize()).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows in %s.strata_vec_memories: %d, %v", schema, n, err)
+	}
+	var public bool
+	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM strata_vec_collections WHERE name = 'memories')").Scan(&public); err == nil && public {
+		t.Fatal("collection registered in the public catalog too")
+	}
+}
+
+// Concurrent first opens of one new collection create it once.
+func TestConcurrentCreate(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	name := fmt.Sprintf("race_%08x", rand.Uint32())
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := OpenDriver(ctx, pool, driver.Config{Name: name, Dimension: 5}, nil)
+			if err == nil {
+				err = d.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM strata_schema_migrations WHERE component = $1", "vectorstore/pgvector:"+tableFor(name)).Scan(&rows); err != nil || rows != latest(collectionSteps) {
+		t.Fatalf("migration rows %d, %v; want %d", rows, err, latest(collectionSteps))
+	}
+}
+
+// A collection migrated by a newer strata is refused, not modified.
+func TestSchemaFromTheFuture(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	name := fmt.Sprintf("future_%08x", rand.Uint32())
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	d, err := OpenDriver(ctx, pool, driver.Config{Name: name, Dimension: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := pool.Exec(ctx, "INSERT INTO strata_schema_migrations (component, version, name) VALUES ($1, 99, 'future')", "vectorstore/pgvector:"+tableFor(name)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenDriver(ctx, pool, driver.Config{Name: name}, nil)
+	if !errors.Is(err, driver.ErrConfigMismatch) || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("open over a newer schema: %v, want ErrConfigMismatch naming version 99", err)
+	}
+}
+
+func TestOpenByURL(t *testing.T) {
+	dsn := testDSN(t)
+	pool := testPool(t, dsn)
+	name := fmt.Sprintf("url_%08x", rand.Uint32())
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(scheme string, kv ...string) string {
+		u2 := *u
+		u2.Scheme = scheme
+		q := u2.Query()
+		for i := 0; i < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		u2.RawQuery = q.Encode()
+		return u2.String()
+	}
+	c, err := vectorstore.Open(ctx, with("postgres", "collection", name, "dimension", "3", "distance", "euclidean",
+		"ef_search", "80", "m", "8", "ef_construction", "32", "copy_threshold", "2", "timeout", "5s", "application_name", "strata-url-test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := c.Info(); in.Driver != "postgres" || in.Dimension != 3 || in.Distance != vectorstore.Euclidean {
+		t.Fatalf("Info = %+v", in)
+	}
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 2, 3}}, vectorstore.Record{ID: "b", Vector: []float32{3, 2, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	var m int
+	if err := pool.QueryRow(ctx, "SELECT hnsw_m FROM strata_vec_collections WHERE name = $1", name).Scan(&m); err != nil || m != 8 {
+		t.Fatalf("stored m %d, %v; want 8", m, err)
+	}
+	// The other spelling reopens it, dimension and distance as stored.
+	c, err = vectorstore.Open(ctx, with("postgresql", "collection", name, "exact", "true"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := c.Query(ctx, []float32{1, 2, 3}, vectorstore.QueryOptions{K: 1})
+	if err != nil || len(ms) != 1 || ms[0].Record.ID != "a" || ms[0].Score != 0 {
+		t.Fatalf("query after reopen: %+v, %v", ms, err)
+	}
+	c.Close()
+
+	for _, kv := range [][]string{{"exact", "maybe"}, {"m", "x"}, {"timeout", "-1s"}, {"index", "ivf"}, {"ef_search", "5000"}} {
+		_, err := vectorstore.Open(ctx, with("postgres", append([]string{"collection", name}, kv...)...), nil)
+		if !errors.Is(err, vectorstore.ErrInvalidArgument) {
+			t.Errorf("%v: %v, want ErrInvalidArgument", kv, err)
+		}
+	}
+	// A misspelt parameter reaches the server as a setting and is refused.
+	if _, err := vectorstore.Open(ctx, with("postgres", "collection", name, "exakt", "true"), nil); err == nil {
+		t.Error("unknown parameter accepted")
+	}
+	// A URL pgx cannot parse is reported without echoing the password.
+	_, err = vectorstore.Open(ctx, "postgres://u:hunter2@127.0.0.1/db?collection=x&sslmode=bogus", nil)
+	if !errors.Is(err, vectorstore.ErrInvalidArgument) || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("bad URL: %v", err)
+	}
+}
+
+// On a database without the extension, opening creates it (the test server
+// runs as a superuser) and registers the types on the connection.
+func TestCreatesExtension(t *testing.T) {
+	dsn := testDSN(t)
+	admin := testPool(t, dsn)
+	db := fmt.Sprintf("strata_noext_%08x", rand.Uint32())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()+" TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + db
+	pool := testPool(t, u.String())
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := 0; i < 3; i++ { // concurrently: the extension is created once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := OpenCollection(ctx, pool, "memories", &vectorstore.Options{Dimension: 2}, nil)
+			if err == nil {
+				err = c.Upsert(ctx, vectorstore.Record{ID: fmt.Sprint("r", i), Vector: []float32{1, float32(i)}})
+				c.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,833 @@
+package pgvector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgv "github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/driver"
+)
+
+// Defaults of Options.
+const (
+	DefaultM              = 16
+	DefaultEfConstruction = 64
+	DefaultEfSearch       = 40
+	DefaultCopyThreshold  = 1000
+	DefaultTimeout        = 30 * time.Second
+)
+
+// Index methods for Options.Index.
+const (
+	IndexHNSW = "hnsw"
+	IndexNone = "none"
+)
+
+// Limits of pgvector 0.8: the vector type holds up to 16000 dimensions, an
+// HNSW index up to 2000, and hnsw.ef_search tops out at 1000.
+const (
+	maxVectorDim = 16000
+	maxHNSWDim   = 2000
+	maxEfSearch  = 1000
+)
+
+// Options are the pgvector-specific options. The zero value is useful: the
+// connection's current schema, an HNSW index (m 16, ef_construction 64) for
+// collections of at most 2000 dimensions, ef_search 40, COPY from 1000
+// records up, 30 s per call.
+type Options struct {
+	// Schema holds the catalog and collection tables; "" means the
+	// connection's current schema (the first of search_path, usually public).
+	Schema string
+	// Index is the index built when a collection is created: IndexHNSW or
+	// IndexNone. "" means HNSW when the dimension allows it (at most 2000),
+	// none otherwise. An existing collection keeps the index it was created
+	// with; M and EfConstruction too apply only at creation.
+	Index          string
+	M              int // HNSW max connections per layer; 0 means DefaultM
+	EfConstruction int // HNSW build candidate list; 0 means DefaultEfConstruction
+	// EfSearch is the HNSW candidate list of a query, set per query with a
+	// transaction-local setting; it is raised to the number of rows the
+	// query asks for (up to pgvector's 1000). 0 means DefaultEfSearch.
+	EfSearch int
+	// Exact makes Query scan exactly (ORDER BY distance, id) instead of
+	// letting the planner use the HNSW index. PostgreSQL scans small or
+	// selectively filtered collections exactly anyway; set it when exact
+	// top-k matters more than latency on large ones.
+	Exact bool
+	// CopyThreshold is the batch size from which Upsert loads with COPY into
+	// a temporary table and merges with INSERT ... ON CONFLICT; smaller
+	// batches use one INSERT ... SELECT FROM unnest(...). Measured here
+	// (BenchmarkUpsert) both paths load at the same rate, since the merge
+	// and the index dominate; COPY streams, so a huge batch is not one huge
+	// bind message held in server memory. 0 means DefaultCopyThreshold;
+	// negative means never COPY.
+	CopyThreshold int
+	// Timeout bounds each call whose context has no deadline; 0 means
+	// DefaultTimeout, negative means no bound beyond ctx.
+	Timeout time.Duration
+	// ClosePool makes Close also close the pool (set by Open by URL, which
+	// creates the pool).
+	ClosePool bool
+}
+
+// OpenCollection opens, creating if needed, the collection name over pool
+// and wraps it in the portable type.
+func OpenCollection(ctx context.Context, pool *pgxpool.Pool, name string, opts *vectorstore.Options, popts *Options) (*vectorstore.Collection, error) {
+	var o vectorstore.Options
+	if opts != nil {
+		o = *opts
+	}
+	d, err := OpenDriver(ctx, pool, driver.Config{Name: name, Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys}, popts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := vectorstore.NewCollection(d, &o)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// CancelOnServer makes a connection whose context ends send PostgreSQL a
+// cancel request, so the statement stops on the server too; pgx's default
+// only closes the socket and lets the server finish the statement. Open by
+// URL sets it; set it on pools passed to OpenDriver:
+//
+//	cfg.ConnConfig.BuildContextWatcherHandler = pgvector.CancelOnServer
+func CancelOnServer(c *pgconn.PgConn) ctxwatch.Handler {
+	return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+}
+
+type collection struct {
+	pool     *pgxpool.Pool
+	info     driver.Info
+	n        *names
+	opts     Options
+	exact    bool
+	hnsw     bool
+	ownsPool bool
+
+	// SQL expanded once per collection.
+	qGet, qUpsert, qMerge, qTemp, distExact, distIndex string
+}
+
+// OpenDriver opens the driver-level collection cfg.Name over pool. It makes
+// sure the vector extension exists (creating it needs the CREATE privilege
+// on the database), migrates the catalog, then creates the collection's
+// table and indexes or checks dimension and distance against the catalog.
+// All of it runs in one transaction under the strata migration lock, so
+// concurrent opens of a new collection create it once.
+func OpenDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popts *Options) (driver.Collection, error) {
+	const op = "open"
+	bad := func(field, format string, args ...any) error {
+		return driver.Errorf(driver.CodeInvalidArgument, op, field, format, args...)
+	}
+	if pool == nil {
+		return nil, bad("pool", "nil pool")
+	}
+	var o Options
+	if popts != nil {
+		o = *popts
+	}
+	if cfg.Name == "" {
+		return nil, bad("collection", "empty collection name")
+	}
+	if strings.ContainsRune(cfg.Name, 0) || !utf8.ValidString(cfg.Name) {
+		return nil, bad("collection", "collection name must be valid UTF-8 without NUL")
+	}
+	if cfg.Dimension < 0 || cfg.Dimension > maxVectorDim {
+		return nil, bad("dimension", "dimension %d out of range (pgvector stores 1..%d)", cfg.Dimension, maxVectorDim)
+	}
+	if cfg.Distance != "" {
+		if _, err := driver.ParseDistance(string(cfg.Distance)); err != nil {
+			return nil, err
+		}
+	}
+	if o.Schema != "" && (!identRE.MatchString(o.Schema) || len(o.Schema) > 63) {
+		return nil, bad("schema", "schema %q must match [A-Za-z_][A-Za-z0-9_]*", o.Schema)
+	}
+	switch o.Index {
+	case "", IndexHNSW, IndexNone:
+	default:
+		return nil, bad("index", "unknown index %q (want hnsw or none)", o.Index)
+	}
+	if o.M == 0 {
+		o.M = DefaultM
+	}
+	if o.EfConstruction == 0 {
+		o.EfConstruction = DefaultEfConstruction
+	}
+	if o.EfSearch == 0 {
+		o.EfSearch = DefaultEfSearch
+	}
+	// pgvector's own bounds, checked here for a clear error.
+	if o.M < 2 || o.M > 100 {
+		return nil, bad("m", "HNSW m %d out of range 2..100", o.M)
+	}
+	if o.EfConstruction < 4 || o.EfConstruction > 1000 || o.EfConstruction < 2*o.M {
+		return nil, bad("ef_construction", "HNSW ef_construction %d out of range (4..1000 and at least 2*m)", o.EfConstruction)
+	}
+	if o.EfSearch < 1 || o.EfSearch > maxEfSearch {
+		return nil, bad("ef_search", "HNSW ef_search %d out of range 1..%d", o.EfSearch, maxEfSearch)
+	}
+	if o.CopyThreshold == 0 {
+		o.CopyThreshold = DefaultCopyThreshold
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	c := &collection{pool: pool, opts: o, exact: o.Exact, ownsPool: o.ClosePool}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+
+	table := tableFor(cfg.Name)
+	var info driver.Info
+	var index string
+	// A plain connection: the vector type may not exist before the
+	// transaction creates the extension.
+	err := c.withConn(ctx, false, func(conn *pgx.Conn) error {
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var err error
+			info, index, err = openInTx(ctx, tx, &o, cfg, table)
+			return err
+		}); err != nil {
+			return err
+		}
+		return registerTypes(ctx, conn)
+	})
+	if err != nil {
+		if driver.CodeOf(err) != "" {
+			return nil, err
+		}
+		return nil, fmt.Errorf("pgvector: open collection %q: %w", cfg.Name, withCtx(ctx, err))
+	}
+	c.info = info
+	c.hnsw = index == IndexHNSW
+	c.n = newNames(o.Schema, table, info.Dimension, "")
+	c.prepareSQL()
+	return c, nil
+}
+
+// ensureExtension creates the vector extension if it is missing. The check
+// comes first because CREATE EXTENSION IF NOT EXISTS still needs the CREATE
+// privilege, which an application role often lacks when an administrator
+// installed the extension.
+// It runs under the migration lock, since concurrent CREATE EXTENSION IF NOT
+// EXISTS can fail on the catalog's unique index.
+func ensureExtension(ctx context.Context, tx pgx.Tx) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')").Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		if _, err := tx.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector"); err != nil {
+			return fmt.Errorf("create extension vector (install pgvector, or have an administrator run CREATE EXTENSION vector): %w", err)
+		}
+	}
+	return nil
+}
+
+// openInTx runs under the migration lock: catalog migration, catalog row,
+// collection table migration.
+func openInTx(ctx context.Context, tx pgx.Tx, o *Options, cfg driver.Config, table string) (driver.Info, string, error) {
+	const op = "open"
+	info := driver.Info{Name: cfg.Name, Driver: Scheme}
+	if err := lockMigrations(ctx, tx); err != nil {
+		return info, "", fmt.Errorf("take migration lock: %w", err)
+	}
+	if err := ensureExtension(ctx, tx); err != nil {
+		return info, "", err
+	}
+	cn := newNames(o.Schema, table, 0, "")
+	if err := ensureMigrationsTable(ctx, tx, cn); err != nil {
+		return info, "", fmt.Errorf("create %s: %w", migrationsTable, err)
+	}
+	if err := migrateTx(ctx, tx, cn, "vectorstore/pgvector", catalogSteps); err != nil {
+		return info, "", err
+	}
+	var (
+		storedTable, dist, index string
+		dim                      int
+		m, efc                   *int
+	)
+	err := tx.QueryRow(ctx, cn.expand("SELECT table_name, dimension, distance, index_method, hnsw_m, hnsw_ef_construction FROM {catalog} WHERE name = $1"), cfg.Name).
+		Scan(&storedTable, &dim, &dist, &index, &m, &efc)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if cfg.Dimension == 0 {
+			return info, "", driver.Errorf(driver.CodeInvalidArgument, op, "dimension", "collection %q does not exist and no dimension was given to create it", cfg.Name)
+		}
+		dim = cfg.Dimension
+		dist = string(cfg.Distance)
+		if dist == "" {
+			dist = string(driver.DistanceCosine)
+		}
+		index = o.Index
+		if index == "" {
+			index = IndexHNSW
+			if dim > maxHNSWDim {
+				index = IndexNone
+			}
+		}
+		if index == IndexHNSW && dim > maxHNSWDim {
+			return info, "", driver.Errorf(driver.CodeInvalidArgument, op, "index", "an HNSW index holds at most %d dimensions, the collection has %d; use index=none", maxHNSWDim, dim)
+		}
+		storedTable = table
+		if index == IndexHNSW {
+			m, efc = &o.M, &o.EfConstruction
+		}
+		if _, err := tx.Exec(ctx, cn.expand("INSERT INTO {catalog} (name, table_name, dimension, distance, index_method, hnsw_m, hnsw_ef_construction) VALUES ($1, $2, $3, $4, $5, $6, $7)"),
+			cfg.Name, storedTable, dim, dist, index, m, efc); err != nil {
+			return info, "", fmt.Errorf("register collection: %w", err)
+		}
+	case err != nil:
+		return info, "", fmt.Errorf("read catalog: %w", err)
+	default:
+		if cfg.Dimension != 0 && cfg.Dimension != dim {
+			return info, "", driver.Errorf(driver.CodeConfigMismatch, op, "dimension", "collection %q has dimension %d, opened with %d", cfg.Name, dim, cfg.Dimension)
+		}
+		if cfg.Distance != "" && string(cfg.Distance) != dist {
+			return info, "", driver.Errorf(driver.CodeConfigMismatch, op, "distance", "collection %q has distance %s, opened with %s", cfg.Name, dist, cfg.Distance)
+		}
+		if storedTable != table {
+			return info, "", driver.Errorf(driver.CodeCorrupt, op, "table", "catalog maps collection %q to table %q, expected %q", cfg.Name, storedTable, table)
+		}
+	}
+	d, err := driver.ParseDistance(dist)
+	if err != nil || dim <= 0 {
+		return info, "", driver.Errorf(driver.CodeCorrupt, op, "", "catalog row of %q: dimension %d, distance %q", cfg.Name, dim, dist)
+	}
+	hnsw := ""
+	if index == IndexHNSW {
+		if m == nil || efc == nil {
+			return info, "", driver.Errorf(driver.CodeCorrupt, op, "", "catalog row of %q: hnsw index without parameters", cfg.Name)
+		}
+		hnsw = hnswSQL(d, *m, *efc)
+	}
+	tn := newNames(o.Schema, table, dim, hnsw)
+	if err := migrateTx(ctx, tx, tn, "vectorstore/pgvector:"+table, collectionSteps); err != nil {
+		return info, "", err
+	}
+	info.Dimension, info.Distance = dim, d
+	return info, index, nil
+}
+
+const cols = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to"
+
+func (c *collection) prepareSQL() {
+	n := c.n
+	c.qGet = n.expand("SELECT " + cols + ", embedding FROM {table} WHERE id = $1")
+	set := `ON CONFLICT (id) DO UPDATE SET layer = EXCLUDED.layer, kind = EXCLUDED.kind, thread = EXCLUDED.thread,
+	resource = EXCLUDED.resource, content = EXCLUDED.content, metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at,
+	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, embedding = EXCLUDED.embedding`
+	c.qUpsert = n.expand(`INSERT INTO {table} (` + cols + `, embedding)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]::jsonb[],
+	$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::vector[])
+` + set)
+	c.qTemp = n.expand(`CREATE TEMP TABLE strata_vec_load (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP`)
+	c.qMerge = n.expand(`INSERT INTO {table} (` + cols + `, embedding) SELECT ` + cols + `, embedding FROM strata_vec_load
+` + set)
+	// Exact search calls the distance functions, which no index can serve:
+	// the planner must scan and sort, so ORDER BY distance, id is exact even
+	// where an incremental sort over the HNSW index would be cheaper. Index
+	// search uses the operators the HNSW operator class orders by.
+	switch c.info.Distance {
+	case driver.DistanceDot:
+		c.distExact, c.distIndex = "(-inner_product(embedding, $1))", "(embedding <#> $1)"
+	case driver.DistanceEuclidean:
+		c.distExact, c.distIndex = "l2_distance(embedding, $1)", "(embedding <-> $1)"
+	default:
+		c.distExact, c.distIndex = "cosine_distance(embedding, $1)", "(embedding <=> $1)"
+	}
+}
+
+func (c *collection) Info() driver.Info { return c.info }
+
+// Upsert inserts or replaces recs in one transaction.
+func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	// Upserting the same records again is idempotent, so a failure before
+	// the commit reached the server can be retried as a whole.
+	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+		if c.opts.CopyThreshold > 0 && len(recs) >= c.opts.CopyThreshold {
+			return c.upsertCopy(ctx, conn, recs)
+		}
+		return c.upsertUnnest(ctx, conn, recs)
+	})
+	if err != nil {
+		return fmt.Errorf("pgvector: upsert %d records: %w", len(recs), withCtx(ctx, err))
+	}
+	return nil
+}
+
+func metaJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // map[string]string always marshals
+	return string(b)
+}
+
+func tstz(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+// upsertUnnest writes a small batch with one statement (atomic on its own).
+func (c *collection) upsertUnnest(ctx context.Context, conn *pgx.Conn, recs []driver.Record) error {
+	n := len(recs)
+	ids, layers, kinds, threads, resources, contents, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	created, from, to := make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+	vecs := make([]pgv.Vector, n)
+	for i := range recs {
+		r := &recs[i]
+		ids[i], layers[i], kinds[i], threads[i], resources[i], contents[i] = r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text
+		metas[i] = metaJSON(r.Metadata)
+		created[i], from[i], to[i] = tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo)
+		vecs[i] = pgv.NewVector(r.Vector)
+	}
+	_, err := conn.Exec(ctx, c.qUpsert, ids, layers, kinds, threads, resources, contents, metas, created, from, to, vecs)
+	return err
+}
+
+// upsertCopy bulk-loads a large batch: COPY (binary) into a temporary table,
+// then one INSERT ... ON CONFLICT DO UPDATE merges it, all in a transaction.
+// COPY alone cannot upsert, and row-by-row INSERTs cost a round trip each.
+func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driver.Record) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, c.qTemp); err != nil {
+			return err
+		}
+		src := pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
+			r := &recs[i]
+			return []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
+				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), pgv.NewVector(r.Vector)}, nil
+		})
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"strata_vec_load"}, strings.Split(cols+", embedding", ", "), src); err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		_, err := tx.Exec(ctx, c.qMerge)
+		return err
+	})
+}
+
+// Get returns the record with id.
+func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var rec driver.Record
+	found := false
+	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, c.qGet, id)
+		if err != nil {
+			return err
+		}
+		recs, err := scanRecords(rows, true, false)
+		if err != nil {
+			return err
+		}
+		found = len(recs) == 1
+		if found {
+			rec = recs[0].Record
+		}
+		return nil
+	})
+	if err != nil {
+		return driver.Record{}, false, c.fail(ctx, "get", err)
+	}
+	return rec, found, nil
+}
+
+// Delete removes the records with these ids.
+func (c *collection) Delete(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, c.n.expand("DELETE FROM {table} WHERE id = ANY($1)"), ids)
+		return err
+	})
+	return c.fail(ctx, "delete", err)
+}
+
+// DeleteWhere removes the records matching f. It is not retried after a
+// connection failure: a second run would report 0 for a delete that
+// happened.
+func (c *collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var b sqlBuilder
+	where := b.filter(&f)
+	var n int64
+	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
+		tag, err := conn.Exec(ctx, c.n.expand("DELETE FROM {table}"+where), b.args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, c.fail(ctx, "delete where", err)
+	}
+	return int(n), nil
+}
+
+// Count returns the number of records matching f.
+func (c *collection) Count(ctx context.Context, f driver.Filter) (int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var b sqlBuilder
+	where := b.filter(&f)
+	var n int64
+	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, c.n.expand("SELECT count(*) FROM {table}"+where), b.args...).Scan(&n)
+	})
+	if err != nil {
+		return 0, c.fail(ctx, "count", err)
+	}
+	return int(n), nil
+}
+
+// List returns one keyset page in (created_at, id) order; the index on
+// (created_at, id) serves both the order and the cursor comparison.
+func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Record, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var b sqlBuilder
+	where := b.filter(&q.Filter)
+	if q.After != nil {
+		cmp := ">"
+		if q.Desc {
+			cmp = "<"
+		}
+		where = b.and(where, fmt.Sprintf("(created_at, id) %s (%s, %s)", cmp, b.arg(q.After.CreatedAt), b.arg(q.After.ID)))
+	}
+	order := " ORDER BY created_at, id"
+	if q.Desc {
+		order = " ORDER BY created_at DESC, id DESC"
+	}
+	sel := "SELECT " + cols
+	if q.WithVectors {
+		sel += ", embedding"
+	}
+	sql := c.n.expand(sel + " FROM {table}" + where + order + " LIMIT " + b.arg(q.Limit))
+	var out []driver.Record
+	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, sql, b.args...)
+		if err != nil {
+			return err
+		}
+		ms, err := scanRecords(rows, q.WithVectors, false)
+		out = out[:0]
+		for _, m := range ms {
+			out = append(out, m.Record)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, c.fail(ctx, "list", err)
+	}
+	return out, nil
+}
+
+// Query returns the K nearest records.
+//
+// Exact mode orders by (distance, id) in SQL. Index mode asks the planner for
+// ORDER BY distance LIMIT n, which it may serve from the HNSW index, with
+// hnsw.ef_search raised to n and hnsw.iterative_scan = strict_order so that a
+// filter that rejects many candidates still yields n rows in distance order.
+// The index does not order equal distances, so, as the Qdrant driver does,
+// the request widens until the K-th match scores strictly better than the
+// last row returned (no unseen row can then tie it) or the table ran out of
+// matching rows, and ties are broken by id here.
+func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.Match, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	vec := pgv.NewVector(q.Vector)
+	var b sqlBuilder
+	b.arg(vec) // $1, referenced by the distance expressions
+	where := b.filter(&q.Filter)
+	sel := "SELECT " + cols
+	if q.WithVectors {
+		sel += ", embedding"
+	}
+	var out []driver.Match
+	if c.exact || !c.hnsw {
+		limit := b.arg(q.K)
+		sql := c.n.expand(sel + ", " + c.distExact + " AS d FROM {table}" + where + " ORDER BY d, id LIMIT " + limit)
+		err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+			rows, err := conn.Query(ctx, sql, b.args...)
+			if err != nil {
+				return err
+			}
+			out, err = scanRecords(rows, q.WithVectors, true)
+			return err
+		})
+		if err != nil {
+			return nil, c.fail(ctx, "query", err)
+		}
+		c.scores(out)
+		return out, nil
+	}
+	limitArg := b.arg(0) // placeholder, set per round
+	limitIdx := len(b.args) - 1
+	sql := c.n.expand(sel + ", " + c.distIndex + " AS d FROM {table}" + where + " ORDER BY " + c.distIndex + " LIMIT " + limitArg)
+	n := q.K + 1
+	for {
+		b.args[limitIdx] = n
+		ef := min(max(c.opts.EfSearch, n), maxEfSearch)
+		err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+			return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+				// set_config(..., true) is SET LOCAL with parameters: the
+				// settings end with this transaction, so a pooled
+				// connection never carries them to another query.
+				// max_scan_tuples bounds the iterative scan (20000 by
+				// default); raise it with the request so a large K under
+				// a selective filter is not cut short.
+				if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.max_scan_tuples', $2, true)",
+					strconv.Itoa(ef), strconv.Itoa(max(20000, 4*n))); err != nil {
+					return err
+				}
+				rows, err := tx.Query(ctx, sql, b.args...)
+				if err != nil {
+					return err
+				}
+				out, err = scanRecords(rows, q.WithVectors, true)
+				return err
+			})
+		})
+		if err != nil {
+			return nil, c.fail(ctx, "query", err)
+		}
+		c.scores(out)
+		slices.SortFunc(out, func(a, b driver.Match) int { return driver.CompareMatches(&a, &b) })
+		if len(out) < n || out[q.K-1].Score > out[len(out)-1].Score {
+			if len(out) > q.K {
+				out = out[:q.K]
+			}
+			return out, nil
+		}
+		n *= 2
+	}
+}
+
+// scores turns the distances scanned into Match.Score into similarities.
+func (c *collection) scores(ms []driver.Match) {
+	for i := range ms {
+		switch c.info.Distance {
+		case driver.DistanceCosine:
+			ms[i].Score = 1 - ms[i].Score
+		default: // dot: -(negative inner product); euclidean: -distance
+			ms[i].Score = -ms[i].Score
+		}
+	}
+}
+
+// Close closes the pool when the collection owns it.
+func (c *collection) Close() error {
+	if c.ownsPool {
+		c.pool.Close()
+	}
+	return nil
+}
+
+// scanRecords reads rows of cols [, embedding] [, d]. With dist, the
+// distance goes to Match.Score.
+func scanRecords(rows pgx.Rows, withVec, dist bool) ([]driver.Match, error) {
+	defer rows.Close()
+	var out []driver.Match
+	for rows.Next() {
+		var (
+			m        driver.Match
+			r        = &m.Record
+			meta     []byte
+			from, to *time.Time
+			vec      pgv.Vector
+		)
+		dst := []any{&r.ID, &r.Layer, &r.Kind, &r.Scope.Thread, &r.Scope.Resource, &r.Text, &meta, &r.CreatedAt, &from, &to}
+		if withVec {
+			dst = append(dst, &vec)
+		}
+		if dist {
+			dst = append(dst, &m.Score)
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, err
+		}
+		if len(meta) > 2 { // not "{}"
+			if err := json.Unmarshal(meta, &r.Metadata); err != nil {
+				return nil, driver.Errorf(driver.CodeCorrupt, "read", "metadata", "record %q: metadata is not an object of strings: %v", r.ID, err)
+			}
+		}
+		r.CreatedAt = r.CreatedAt.UTC()
+		if from != nil {
+			r.ValidFrom = from.UTC()
+		}
+		if to != nil {
+			r.ValidTo = to.UTC()
+		}
+		if withVec {
+			r.Vector = vec.Slice()
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// bound applies Options.Timeout to a context without a deadline.
+func (c *collection) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.opts.Timeout < 0 {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opts.Timeout)
+}
+
+// withConn runs fn on a pooled connection; with register, one whose type
+// map knows pgvector's types. Registering per connection, on first use,
+// works with any pool, including ones whose AfterConnect the caller wrote.
+func (c *collection) withConn(ctx context.Context, register bool, fn func(*pgx.Conn) error) error {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if register {
+		if err := registerTypes(ctx, conn.Conn()); err != nil {
+			return err
+		}
+	}
+	return fn(conn.Conn())
+}
+
+func registerTypes(ctx context.Context, conn *pgx.Conn) error {
+	if _, ok := conn.TypeMap().TypeForName("vector"); ok {
+		return nil
+	}
+	if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+		return fmt.Errorf("register pgvector types: %w", err)
+	}
+	return nil
+}
+
+// withConnRetry runs fn once more after a failure that is not the server's
+// answer nor the context's end (typically a pooled connection that died
+// with a server restart), if the operation is idempotent, or if pgx proves
+// that nothing reached the server.
+func (c *collection) withConnRetry(ctx context.Context, idempotent bool, fn func(*pgx.Conn) error) error {
+	err := c.withConn(ctx, true, fn)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	var pe *pgconn.PgError
+	if driver.CodeOf(err) == "" && !errors.As(err, &pe) && (idempotent || pgconn.SafeToRetry(err)) {
+		err = c.withConn(ctx, true, fn)
+	}
+	return err
+}
+
+func (c *collection) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if driver.CodeOf(err) != "" {
+		return err
+	}
+	return fmt.Errorf("pgvector: %s: %w", op, withCtx(ctx, err))
+}
+
+// withCtx makes errors.Is(err, context.DeadlineExceeded / Canceled) hold
+// when the call failed because its context ended, whatever pgx wrapped.
+func withCtx(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
+}
+
+// DropCollection deletes the collection name in schema ("" for the current
+// schema): its table with every record, its catalog row and its migration
+// records. A missing collection is a CodeNotFound error. Close open
+// handles on the collection first.
+func DropCollection(ctx context.Context, pool *pgxpool.Pool, schema, name string) error {
+	const op = "drop"
+	if schema != "" && (!identRE.MatchString(schema) || len(schema) > 63) {
+		return driver.Errorf(driver.CodeInvalidArgument, op, "schema", "schema %q must match [A-Za-z_][A-Za-z0-9_]*", schema)
+	}
+	table := tableFor(name)
+	n := newNames(schema, table, 0, "")
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := lockMigrations(ctx, tx); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, n.expand("DELETE FROM {catalog} WHERE name = $1"), name)
+		if isUndefinedTable(err) || err == nil && tag.RowsAffected() == 0 {
+			return driver.Errorf(driver.CodeNotFound, op, "collection", "no collection %q", name)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, n.expand("DROP TABLE IF EXISTS {table}")); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, n.expand("DELETE FROM {migrations} WHERE component = $1"), "vectorstore/pgvector:"+table)
+		return err
+	})
+	if err != nil && driver.CodeOf(err) == "" {
+		return fmt.Errorf("pgvector: drop collection %q: %w", name, withCtx(ctx, err))
+	}
+	return err
+}
+
+// ListCollections describes the collections in schema ("" for the current
+// schema), ordered by name.
+func ListCollections(ctx context.Context, pool *pgxpool.Pool, schema string) ([]driver.Info, error) {
+	if schema != "" && (!identRE.MatchString(schema) || len(schema) > 63) {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "list collections", "schema", "schema %q must match [A-Za-z_][A-Za-z0-9_]*", schema)
+	}
+	n := newNames(schema, "", 0, "")
+	rows, err := pool.Query(ctx, n.expand("SELECT name, dimension, distance FROM {catalog} ORDER BY name"))
+	if err != nil {
+		if isUndefinedTable(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("pgvector: list collections: %w", withCtx(ctx, err))
+	}
+	defer rows.Close()
+	var out []driver.Info
+	for rows.Next() {
+		var in driver.Info
+		var dist string
+		if err := rows.Scan(&in.Name, &in.Dimension, &dist); err != nil {
+			return nil, fmt.Errorf("pgvector: list collections: %w", err)
+		}
+		in.Distance, in.Driver = driver.Distance(dist), Scheme
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgvector: list collections: %w", withCtx(ctx, err))
+	}
+	return out, nil
+}

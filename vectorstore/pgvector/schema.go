@@ -1,0 +1,223 @@
+package pgvector
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stratamem/strata/vectorstore/driver"
+)
+
+// Schema bookkeeping shared with storage/postgres: the same migrations table
+// and the same advisory lock, so every strata component migrates under one
+// lock and records its steps in one place.
+const (
+	migrationsTable    = "strata_schema_migrations"
+	migrationLockClass = 0x53545241 // "STRA"
+	migrationLockID    = 1
+)
+
+// CatalogTable records every collection: name, table, dimension, distance
+// and index parameters. It lives in Options.Schema.
+const CatalogTable = "strata_vec_collections"
+
+// TablePrefix starts the name of every collection table.
+const TablePrefix = "strata_vec_"
+
+// step is one schema migration; its SQL uses the placeholders of names.
+type step struct {
+	version int
+	name    string
+	sql     string
+}
+
+// catalogSteps migrate the catalog (component "vectorstore/pgvector").
+var catalogSteps = []step{
+	{1, "create collection catalog", `
+CREATE TABLE IF NOT EXISTS {catalog} (
+	name                 text COLLATE "C" PRIMARY KEY,
+	table_name           text        NOT NULL UNIQUE,
+	dimension            integer     NOT NULL CHECK (dimension > 0),
+	distance             text        NOT NULL CHECK (distance IN ('cosine', 'dot', 'euclidean')),
+	index_method         text        NOT NULL CHECK (index_method IN ('hnsw', 'none')),
+	hnsw_m               integer,
+	hnsw_ef_construction integer,
+	created_at           timestamptz NOT NULL DEFAULT now()
+)`},
+}
+
+// collectionSteps migrate one collection table (component
+// "vectorstore/pgvector:<table>"). Never edit a released step: append one.
+//
+// Scope and kind columns are NOT NULL with ” for "unset" because a filter's
+// empty string means "any" and a record's means "none": equality on ” never
+// has to special-case NULL. id is COLLATE "C" so that ORDER BY id is byte
+// order, the order Go's string comparison and every other driver use,
+// whatever the database's default collation.
+var collectionSteps = []step{
+	{1, "create collection table", `
+CREATE TABLE IF NOT EXISTS {table} (
+	id         text COLLATE "C" PRIMARY KEY,
+	layer      text        NOT NULL DEFAULT '',
+	kind       text        NOT NULL DEFAULT '',
+	thread     text        NOT NULL DEFAULT '',
+	resource   text        NOT NULL DEFAULT '',
+	content    text        NOT NULL DEFAULT '',
+	metadata   jsonb       NOT NULL DEFAULT '{}',
+	created_at timestamptz NOT NULL,
+	valid_from timestamptz,
+	valid_to   timestamptz,
+	embedding  vector({dim}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {idx_created} ON {table} (created_at, id);
+CREATE INDEX IF NOT EXISTS {idx_thread} ON {table} (thread) WHERE thread <> '';
+CREATE INDEX IF NOT EXISTS {idx_resource} ON {table} (resource) WHERE resource <> '';
+CREATE INDEX IF NOT EXISTS {idx_layer} ON {table} (layer, kind);
+CREATE INDEX IF NOT EXISTS {idx_meta} ON {table} USING gin (metadata jsonb_path_ops);
+{hnsw}`},
+}
+
+// latest returns the last version of steps.
+func latest(steps []step) int { return steps[len(steps)-1].version }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// simpleNameRE are collection names used verbatim in the table name.
+var simpleNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,43}$`)
+
+// tableFor maps a collection name to its table name (unquoted). Simple
+// lower-case names are kept readable ("memories" -> strata_vec_memories);
+// any other name gets a sanitised prefix and 12 hex digits of its SHA-256,
+// so every name maps to a distinct valid identifier of at most 55 bytes,
+// leaving room for index suffixes within PostgreSQL's 63-byte limit.
+func tableFor(name string) string {
+	if simpleNameRE.MatchString(name) {
+		return TablePrefix + name
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if b.Len() >= 30 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		}
+	}
+	sum := sha256.Sum256([]byte(name))
+	return TablePrefix + b.String() + "_" + hex.EncodeToString(sum[:6])
+}
+
+// names quotes the identifiers of one collection.
+type names struct {
+	schema string // unquoted, may be ""
+	table  string // unquoted table name
+	repl   *strings.Replacer
+}
+
+func (n *names) q(name string) string {
+	if n.schema == "" {
+		return pgx.Identifier{name}.Sanitize()
+	}
+	return pgx.Identifier{n.schema, name}.Sanitize()
+}
+
+func newNames(schema, table string, dim int, hnsw string) *names {
+	n := &names{schema: schema, table: table}
+	idx := func(suffix string) string { return pgx.Identifier{table + suffix}.Sanitize() }
+	pairs := []string{
+		"{table}", n.q(table),
+		"{catalog}", n.q(CatalogTable),
+		"{migrations}", n.q(migrationsTable),
+		"{dim}", strconv.Itoa(dim),
+		"{idx_created}", idx("_created"),
+		"{idx_thread}", idx("_thread"),
+		"{idx_resource}", idx("_resource"),
+		"{idx_layer}", idx("_layer"),
+		"{idx_meta}", idx("_meta"),
+		"{idx_hnsw}", idx("_hnsw"),
+	}
+	// The index statement has placeholders of its own: expand it first.
+	hnsw = strings.NewReplacer(pairs...).Replace(hnsw)
+	n.repl = strings.NewReplacer(append(pairs, "{hnsw}", hnsw)...)
+	return n
+}
+
+func (n *names) expand(sql string) string { return n.repl.Replace(sql) }
+
+// opclass is the HNSW operator class of each distance.
+var opclass = map[driver.Distance]string{
+	driver.DistanceCosine:    "vector_cosine_ops",
+	driver.DistanceDot:       "vector_ip_ops",
+	driver.DistanceEuclidean: "vector_l2_ops",
+}
+
+// hnswSQL is the index statement of collectionSteps' {hnsw} placeholder.
+func hnswSQL(d driver.Distance, m, efc int) string {
+	return fmt.Sprintf("CREATE INDEX IF NOT EXISTS {idx_hnsw} ON {table} USING hnsw (embedding %s) WITH (m = %d, ef_construction = %d);",
+		opclass[d], m, efc)
+}
+
+// ensureMigrationsTable creates the migrations table; call it in a
+// transaction that holds the migration lock.
+func ensureMigrationsTable(ctx context.Context, tx pgx.Tx, n *names) error {
+	_, err := tx.Exec(ctx, n.expand(`CREATE TABLE IF NOT EXISTS {migrations} (
+	component  text        NOT NULL,
+	version    integer     NOT NULL,
+	name       text        NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (component, version)
+)`))
+	return err
+}
+
+func lockMigrations(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", int32(migrationLockClass), int32(migrationLockID))
+	return err
+}
+
+// applied returns the schema version of component (0 when none).
+func applied(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, n *names, component string) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, n.expand("SELECT coalesce(max(version), 0) FROM {migrations} WHERE component = $1"), component).Scan(&v)
+	return v, err
+}
+
+// migrateTx applies the steps of component that are not yet recorded. The
+// caller holds the migration lock in tx.
+func migrateTx(ctx context.Context, tx pgx.Tx, n *names, component string, steps []step) error {
+	have, err := applied(ctx, tx, n, component)
+	if err != nil {
+		return fmt.Errorf("read schema version of %s: %w", component, err)
+	}
+	if have > latest(steps) {
+		return &driver.Error{Code: driver.CodeConfigMismatch, Op: "open", Field: "schema",
+			Msg: fmt.Sprintf("schema of %s is at version %d, this code knows up to %d (upgrade strata)", component, have, latest(steps))}
+	}
+	for _, s := range steps {
+		if s.version <= have {
+			continue
+		}
+		if _, err := tx.Exec(ctx, n.expand(s.sql)); err != nil {
+			return fmt.Errorf("migration %d (%s) of %s: %w", s.version, s.name, component, err)
+		}
+		if _, err := tx.Exec(ctx, n.expand("INSERT INTO {migrations} (component, version, name) VALUES ($1, $2, $3)"), component, s.version, s.name); err != nil {
+			return fmt.Errorf("record migration %d of %s: %w", s.version, component, err)
+		}
+	}
+	return nil
+}
+
+func isUndefinedTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
+}
