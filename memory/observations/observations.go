@@ -1,0 +1,852 @@
+package observations
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/embed"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// Kind is the record kind of an observation.
+const Kind = "observation"
+
+// DefaultID is the layer id when Options.ID is empty; the provided
+// function is then "observations/record".
+const DefaultID = "observations"
+
+// DefaultMergeThreshold is the cosine similarity at or above which a new
+// observation is merged into the nearest stored one. See the package doc
+// for how it was chosen.
+const DefaultMergeThreshold = 0.92
+
+// Limits on what one write may carry. They bound the work a malformed or
+// hostile function call can cause.
+const (
+	// MaxTextBytes bounds one observation's text.
+	MaxTextBytes = 8 << 10
+	// MaxPerCall bounds the observations of one record call.
+	MaxPerCall = 100
+	// MaxArgumentBytes bounds the raw JSON arguments of one call.
+	MaxArgumentBytes = 256 << 10
+	// MaxSources bounds the source ids kept per observation (the newest).
+	MaxSources = 32
+	// maxApplied bounds the call ids remembered in State.Applied.
+	maxApplied = 256
+)
+
+// Metadata keys of an observation record.
+const (
+	MetaImportance = "importance"
+	MetaSources    = "sources"
+	MetaLastSeen   = "last_seen"
+	MetaMentions   = "mentions"
+	MetaOrigin     = "origin"
+)
+
+// Origins of an observation, in the "origin" metadata.
+const (
+	OriginExtractor = "extractor"
+	OriginFunction  = "function"
+	OriginAPI       = "api"
+)
+
+var (
+	// ErrScope is wrapped when a Go API call names a scope the layer
+	// cannot use (an empty thread for a thread-scoped layer, ...).
+	ErrScope = errors.New("observations: invalid scope")
+	// ErrInvalidObservation is wrapped when an observation given to Add
+	// is empty, too long or has an importance outside 1..5.
+	ErrInvalidObservation = errors.New("observations: invalid observation")
+)
+
+// Observation is one remembered fact.
+type Observation struct {
+	// ID is the record id. It is kept when a near-duplicate is merged in.
+	ID   string
+	Text string
+	// Importance is 1 (trivia) to 5 (must not forget); 0 on input means 3.
+	Importance int
+	// Sources are the ids of the items the observation came from: the
+	// item's own ID, else "<runID>:<log index>"; for a record call,
+	// "<runID>:call:<callID>". At most MaxSources, oldest dropped.
+	Sources []string
+	// Mentions counts the writes that observed it from a new source.
+	Mentions int
+	// CreatedAt is when it was first observed, LastSeen when last.
+	CreatedAt time.Time
+	LastSeen  time.Time
+	// From is set by an Extractor only: positions, in the items it was
+	// given, of the items the observation came from. The layer turns them
+	// into Sources; empty means "all of them".
+	From []int `json:"-"`
+}
+
+// Options configure the layer. The zero value is useful: id
+// "observations", slot 200, thread scope, auto budget and placement, the
+// rule-based extractor, merge threshold 0.92, the fast token estimate.
+type Options struct {
+	// ID names the layer and prefixes its provided function.
+	ID string
+	// Slot orders the layer in its band; 0 means core.SlotObservations.
+	Slot core.Slot
+	// Scope is core.ScopeThread (default) or core.ScopeResource: whose
+	// conversation the observations belong to.
+	Scope core.Scope
+	// Budget caps the rendered tokens; the zero value is auto.
+	Budget core.Budget
+	// Placement defaults to auto; see the package doc.
+	Placement core.Placement
+	// Extractor reads new conversation items after each model call and
+	// returns observations. Nil means Rules{}, the offline pattern-based
+	// default. Set DisableExtraction to write only through the function.
+	Extractor         Extractor
+	DisableExtraction bool
+	// MergeThreshold is the cosine similarity at or above which a new
+	// observation merges into the nearest stored one; 0 means
+	// DefaultMergeThreshold. It must be in (0, 1]; 1 merges exact
+	// restatements only.
+	MergeThreshold float64
+	// Tokenizer counts rendered tokens to fit the budget; nil means
+	// tokens.Estimate(). Use the runtime's tokenizer for an exact fit.
+	Tokenizer tokens.Tokenizer
+	// Timeouts override the runtime's hook timeouts (extraction by a model
+	// can need a longer Store timeout).
+	Timeouts core.Timeouts
+}
+
+// Layer is the observations layer bound to a store. Hand Layer() to the
+// runtime; the other methods are the Go API over the same records.
+type Layer struct {
+	store *memory.Store
+	opts  Options
+	// fn is the full name of the provided function, "<id>/record".
+	fn string
+}
+
+// New validates opts and returns the layer. Invalid options fail with a
+// *core.ConfigError naming the field; an unusable store with an error
+// wrapping memory.ErrInvalidStore.
+func New(store *memory.Store, opts Options) (*Layer, error) {
+	if err := store.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.ID == "" {
+		opts.ID = DefaultID
+	}
+	bad := func(field, reason string) error {
+		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
+	}
+	if strings.Contains(opts.ID, "/") || len(opts.ID) > vectorstore.MaxFieldBytes || !utf8.ValidString(opts.ID) {
+		return nil, bad("ID", "must be valid UTF-8 without '/', at most 512 bytes")
+	}
+	if opts.Slot == 0 {
+		opts.Slot = core.SlotObservations
+	}
+	switch opts.Scope {
+	case "":
+		opts.Scope = core.ScopeThread
+	case core.ScopeThread, core.ScopeResource:
+	default:
+		return nil, bad("Scope", fmt.Sprintf("must be thread or resource, got %q", opts.Scope))
+	}
+	switch opts.Placement {
+	case core.PlacementAuto, core.PlacementAnchor, core.PlacementLive:
+	default:
+		return nil, bad("Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
+	}
+	if err := opts.Budget.Validate(); err != nil {
+		var ce *core.ConfigError
+		if errors.As(err, &ce) {
+			ce.Layer = opts.ID
+		}
+		return nil, err
+	}
+	switch {
+	case opts.MergeThreshold == 0:
+		opts.MergeThreshold = DefaultMergeThreshold
+	case !(opts.MergeThreshold > 0 && opts.MergeThreshold <= 1):
+		return nil, bad("MergeThreshold", fmt.Sprintf("must be in (0, 1], got %v", opts.MergeThreshold))
+	}
+	if opts.Extractor == nil && !opts.DisableExtraction {
+		opts.Extractor = Rules{}
+	}
+	if opts.DisableExtraction {
+		opts.Extractor = nil
+	}
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = tokens.Estimate()
+	}
+	return &Layer{store: store, opts: opts, fn: opts.ID + "/record"}, nil
+}
+
+// ID is the layer id.
+func (l *Layer) ID() string { return l.opts.ID }
+
+// FunctionName is the full name of the provided record function.
+func (l *Layer) FunctionName() string { return l.fn }
+
+// State is the layer's per-session state. Only Applied is persisted (under
+// the runtime's "state" key); the observations themselves are records in
+// the store, mirrored in memory for rendering.
+type State struct {
+	// Applied lists the call ids of record calls already applied, newest
+	// last, so a call seen both by the store hook and by CallFunction is
+	// applied once.
+	Applied []string `json:"applied,omitempty"`
+
+	m *mirror
+}
+
+// Observations returns the session's observations in render order
+// (importance, then recency), or nil before init.
+func (s State) Observations() []Observation {
+	if s.m == nil {
+		return nil
+	}
+	return s.m.sorted()
+}
+
+func (s State) applied(callID string) bool { return slices.Contains(s.Applied, callID) }
+
+func (s State) withApplied(callID string) *State {
+	next := s
+	next.Applied = append(slices.Clone(s.Applied), callID)
+	if len(next.Applied) > maxApplied {
+		next.Applied = next.Applied[len(next.Applied)-maxApplied:]
+	}
+	return &next
+}
+
+// mirror is a session's in-memory copy of its scope's observations. Hooks
+// of one session may overlap when one outlives its timeout, and a spawned
+// child shares its parent's mirror, hence the lock.
+type mirror struct {
+	mu  sync.Mutex
+	obs map[string]Observation
+}
+
+func (m *mirror) put(o Observation) {
+	m.mu.Lock()
+	m.obs[o.ID] = o
+	m.mu.Unlock()
+}
+
+func (m *mirror) sorted() []Observation {
+	m.mu.Lock()
+	out := make([]Observation, 0, len(m.obs))
+	for _, o := range m.obs {
+		out = append(out, o)
+	}
+	m.mu.Unlock()
+	sortObservations(out)
+	return out
+}
+
+// sortObservations orders by importance, then last seen, then creation
+// (newest first), then id: the render and priority order.
+func sortObservations(obs []Observation) {
+	slices.SortFunc(obs, func(a, b Observation) int {
+		if a.Importance != b.Importance {
+			return b.Importance - a.Importance
+		}
+		if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
+			return c
+		}
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// Layer returns the core layer to add to a runtime.
+func (l *Layer) Layer() core.Layer[State] {
+	record := core.NewFunction[State, recordArgs]("record",
+		"Remember facts about the user or the task that will matter later in this conversation. "+
+			"Each observation is one self-contained sentence with an importance from 1 (trivia) to 5 (must not forget). "+
+			"Near-duplicates of what is already remembered are merged, not repeated.",
+		func(context.Context, State, recordArgs) (string, *State, error) { return "", nil, nil })
+	validate := record.Call
+	record.Call = func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+		return l.callRecord(ctx, p, validate)
+	}
+	return core.Layer[State]{
+		ID:        l.opts.ID,
+		Name:      "Observations",
+		Slot:      l.opts.Slot,
+		Scope:     l.opts.Scope,
+		Budget:    l.opts.Budget,
+		Placement: l.opts.Placement,
+		Timeouts:  l.opts.Timeouts,
+		Functions: []core.Function[State]{record},
+		Merge:     mergeState,
+		Hooks: core.Hooks[State]{
+			Init:        l.init,
+			Recall:      l.recall,
+			RenderDelta: l.renderDelta,
+			Store:       l.storeHook,
+		},
+	}
+}
+
+// mergeState resolves a compare-and-swap conflict between two sessions of
+// one scope: the applied call ids of both are kept.
+func mergeState(stored, mine State) State {
+	out := mine
+	out.Applied = slices.Clone(stored.Applied)
+	for _, id := range mine.Applied {
+		if !slices.Contains(out.Applied, id) {
+			out.Applied = append(out.Applied, id)
+		}
+	}
+	if len(out.Applied) > maxApplied {
+		out.Applied = out.Applied[len(out.Applied)-maxApplied:]
+	}
+	return out
+}
+
+// scopeOf maps a run to the record scope of this layer.
+func (l *Layer) scopeOf(run core.RunInfo) vectorstore.Scope {
+	if l.opts.Scope == core.ScopeResource {
+		return vectorstore.Scope{Resource: run.ResourceID}
+	}
+	return vectorstore.Scope{Thread: run.ThreadID}
+}
+
+// checkScope normalises a scope given to the Go API.
+func (l *Layer) checkScope(s vectorstore.Scope) (vectorstore.Scope, error) {
+	if l.opts.Scope == core.ScopeResource {
+		if s.Resource == "" {
+			return s, fmt.Errorf("%w: layer %q is resource-scoped: Scope.Resource is empty", ErrScope, l.opts.ID)
+		}
+		return vectorstore.Scope{Resource: s.Resource}, nil
+	}
+	if s.Thread == "" {
+		return s, fmt.Errorf("%w: layer %q is thread-scoped: Scope.Thread is empty", ErrScope, l.opts.ID)
+	}
+	return vectorstore.Scope{Thread: s.Thread}, nil
+}
+
+func (l *Layer) filter(s vectorstore.Scope) vectorstore.Filter {
+	return vectorstore.Filter{Layer: l.opts.ID, Kind: Kind, Thread: s.Thread, Resource: s.Resource}
+}
+
+// List returns the stored observations of a scope in render order, read
+// from the store (so it sees writes of every session).
+func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Observation, error) {
+	scope, err := l.checkScope(scope)
+	if err != nil {
+		return nil, err
+	}
+	var out []Observation
+	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: l.filter(scope), Limit: 1000}) {
+		if err != nil {
+			return nil, fmt.Errorf("observations: list: %w", err)
+		}
+		out = append(out, fromRecord(r))
+	}
+	sortObservations(out)
+	return out, nil
+}
+
+// Add writes observations to a scope through the same path as extraction
+// and the record function: near-duplicates are merged. Importance 0 means
+// 3; Sources are kept as given. Running sessions of the scope see the
+// additions from their next run (their mirror was loaded at init).
+func (l *Layer) Add(ctx context.Context, scope vectorstore.Scope, obs ...Observation) (Result, error) {
+	scope, err := l.checkScope(scope)
+	if err != nil {
+		return Result{}, err
+	}
+	cands := make([]candidate, 0, len(obs))
+	for i, o := range obs {
+		c, err := newCandidate(o.Text, o.Importance, o.Sources, OriginAPI)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: observation %d: %v", ErrInvalidObservation, i, err)
+		}
+		cands = append(cands, c)
+	}
+	return l.apply(ctx, scope, cands, nil)
+}
+
+func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
+	var st State
+	if len(p.Stored) > 0 {
+		if err := json.Unmarshal(p.Stored, &st); err != nil {
+			return State{}, fmt.Errorf("decode stored state: %w", err)
+		}
+	}
+	m, err := l.load(ctx, l.scopeOf(p.Run))
+	if err != nil {
+		return State{}, err
+	}
+	st.m = m
+	return st, nil
+}
+
+func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, error) {
+	m := &mirror{obs: map[string]Observation{}}
+	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: l.filter(scope), Limit: 1000}) {
+		if err != nil {
+			return nil, fmt.Errorf("load observations: %w", err)
+		}
+		o := fromRecord(r)
+		m.obs[o.ID] = o
+	}
+	return m, nil
+}
+
+// mirrorOf returns the state's mirror, loading one when the state came
+// from somewhere that did not run init (core.SetState).
+func (l *Layer) mirrorOf(ctx context.Context, st State, run core.RunInfo) (*mirror, error) {
+	if st.m != nil {
+		return st.m, nil
+	}
+	return l.load(ctx, l.scopeOf(run))
+}
+
+// sourceID names the item at log index idx.
+func sourceID(run core.RunInfo, it core.Item, idx int) string {
+	if it.ID != "" {
+		return it.ID
+	}
+	return run.RunID + ":" + strconv.Itoa(idx)
+}
+
+func callSourceID(run core.RunInfo, call core.Item) string {
+	if call.ID != "" {
+		return call.ID
+	}
+	return run.RunID + ":call:" + call.CallID
+}
+
+func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
+	m, err := l.mirrorOf(ctx, p.State, p.Run)
+	if err != nil {
+		return nil, err
+	}
+	scope := l.scopeOf(p.Run)
+	base := len(p.History) - len(p.NewItems)
+	var next *State
+	cur := p.State
+	cur.m = m
+	// The function-call pattern: a record call the model wrote is applied
+	// here even when the host never routes it through CallFunction.
+	// Arguments that do not validate are left for CallFunction, which
+	// tells the model what was wrong.
+	for _, it := range p.NewItems {
+		if it.Type != core.TypeFunctionCall || it.Name != l.fn || cur.applied(it.CallID) {
+			continue
+		}
+		cands, err := l.parseRecord(it.Arguments, []string{callSourceID(p.Run, it)})
+		if err != nil {
+			continue
+		}
+		if _, err := l.apply(ctx, scope, cands, m); err != nil {
+			return next, err
+		}
+		next = cur.withApplied(it.CallID)
+		cur = *next
+	}
+	if l.opts.Extractor == nil {
+		return next, nil
+	}
+	// The extractor sees the new items except this layer's own calls and
+	// their outputs, which the lines above already applied.
+	var items []core.Item
+	var idx []int
+	ownCalls := map[string]bool{}
+	for i, it := range p.NewItems {
+		switch {
+		case it.Type == core.TypeFunctionCall && it.Name == l.fn:
+			ownCalls[it.CallID] = true
+			continue
+		case it.Type == core.TypeFunctionCallOutput && ownCalls[it.CallID]:
+			continue
+		}
+		items = append(items, it)
+		idx = append(idx, base+i)
+	}
+	if len(items) == 0 {
+		return next, nil
+	}
+	found, err := l.opts.Extractor.Extract(ctx, items)
+	if err != nil {
+		return next, fmt.Errorf("extract: %w", err)
+	}
+	var cands []candidate
+	for _, o := range found {
+		var sources []string
+		for _, j := range o.From {
+			if j >= 0 && j < len(items) {
+				sources = append(sources, sourceID(p.Run, items[j], idx[j]))
+			}
+		}
+		if len(sources) == 0 {
+			for j := range items {
+				sources = append(sources, sourceID(p.Run, items[j], idx[j]))
+			}
+		}
+		imp := o.Importance
+		if imp < 0 || imp > 5 {
+			imp = min(max(imp, 1), 5) // an extractor's slip is clamped, not fatal
+		}
+		c, err := newCandidate(o.Text, imp, sources, OriginExtractor)
+		if err != nil {
+			continue // empty or oversized extractor output is dropped
+		}
+		cands = append(cands, c)
+	}
+	if len(cands) == 0 {
+		return next, nil
+	}
+	if _, err := l.apply(ctx, scope, cands, m); err != nil {
+		return next, err
+	}
+	return next, nil
+}
+
+// recordArgs are the arguments of the record function.
+type recordArgs struct {
+	Observations []recordArg `json:"observations" jsonschema:"the facts to remember, at most 100"`
+}
+
+type recordArg struct {
+	Text       string `json:"text" jsonschema:"one self-contained sentence, e.g. 'The user is allergic to peanuts'"`
+	Importance int    `json:"importance,omitempty" jsonschema:"1 (trivia) to 5 (must not forget); default 3"`
+}
+
+// parseRecord decodes and validates record arguments into candidates. Its
+// errors are worded for the model.
+func (l *Layer) parseRecord(raw string, sources []string) ([]candidate, error) {
+	if len(raw) > MaxArgumentBytes {
+		return nil, fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(raw), MaxArgumentBytes)
+	}
+	args, err := core.DecodeArguments[recordArgs](raw)
+	if err != nil {
+		return nil, err
+	}
+	switch n := len(args.Observations); {
+	case n == 0:
+		return nil, errors.New("observations: give at least one observation")
+	case n > MaxPerCall:
+		return nil, fmt.Errorf("observations: %d given, at most %d per call", n, MaxPerCall)
+	}
+	cands := make([]candidate, 0, len(args.Observations))
+	for i, a := range args.Observations {
+		c, err := newCandidate(a.Text, a.Importance, sources, OriginFunction)
+		if err != nil {
+			return nil, fmt.Errorf("observations[%d]: %v", i, err)
+		}
+		cands = append(cands, c)
+	}
+	return cands, nil
+}
+
+func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], validate func(context.Context, core.FunctionParams[State]) (core.FunctionResult[State], error)) (core.FunctionResult[State], error) {
+	argErr := func(err error) error { return &core.ArgumentError{Function: l.fn, Err: err} }
+	if len(p.Arguments) > MaxArgumentBytes {
+		return core.FunctionResult[State]{}, argErr(fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), MaxArgumentBytes))
+	}
+	// Schema check first (types, required fields), for its precise words.
+	if _, err := validate(ctx, p); err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	if p.Call.CallID != "" && p.State.applied(p.Call.CallID) {
+		return core.FunctionResult[State]{Output: "Already recorded: this call was applied when it was logged."}, nil
+	}
+	cands, err := l.parseRecord(p.Arguments, []string{callSourceID(p.Run, p.Call)})
+	if err != nil {
+		return core.FunctionResult[State]{}, argErr(err)
+	}
+	m, err := l.mirrorOf(ctx, p.State, p.Run)
+	if err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	res, err := l.apply(ctx, l.scopeOf(p.Run), cands, m)
+	if err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	st := p.State
+	st.m = m
+	next := &st
+	if p.Call.CallID != "" {
+		next = st.withApplied(p.Call.CallID)
+	}
+	return core.FunctionResult[State]{Output: res.String(), State: next}, nil
+}
+
+// Result counts what a write did.
+type Result struct {
+	// Added observations are new records; Merged ones updated an existing
+	// near-duplicate; Unchanged ones were already known from the same
+	// sources.
+	Added, Merged, Unchanged int
+	// IDs are the record ids written or matched, in input order.
+	IDs []string
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("Recorded %d observation(s): %d new, %d merged into existing ones, %d already known.",
+		r.Added+r.Merged+r.Unchanged, r.Added, r.Merged, r.Unchanged)
+}
+
+// candidate is one observation on its way in.
+type candidate struct {
+	text       string // canonical
+	fold       string // case-folded canonical text: the exact-duplicate key
+	importance int
+	sources    []string
+	origin     string
+}
+
+// canonical collapses whitespace and drops trailing sentence punctuation:
+// the default model scores "X." and "X" at 0.91, below the threshold, so
+// the text is normalised before it is embedded or compared.
+func canonical(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.TrimRight(s, " .,;:")
+}
+
+func newCandidate(text string, importance int, sources []string, origin string) (candidate, error) {
+	if !utf8.ValidString(text) || strings.IndexByte(text, 0) >= 0 {
+		return candidate{}, errors.New("text: not valid UTF-8 or contains a NUL byte")
+	}
+	if len(text) > MaxTextBytes {
+		return candidate{}, fmt.Errorf("text: %d bytes, at most %d", len(text), MaxTextBytes)
+	}
+	t := canonical(text)
+	if t == "" {
+		return candidate{}, errors.New("text: empty")
+	}
+	switch {
+	case importance == 0:
+		importance = 3
+	case importance < 1 || importance > 5:
+		return candidate{}, fmt.Errorf("importance: must be 1..5, got %d", importance)
+	}
+	return candidate{text: t, fold: strings.ToLower(t), importance: importance, sources: sources, origin: origin}, nil
+}
+
+// recordID is deterministic in the layer, scope and folded text, so the
+// first write of a text is idempotent and an exact restatement finds its
+// record by id.
+func (l *Layer) recordID(scope vectorstore.Scope, fold string) string {
+	h := sha256.New()
+	for _, s := range []string{l.opts.ID, scope.Thread, scope.Resource, fold} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "obs-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// apply writes candidates to scope: each either merges into an exact or
+// near duplicate (stored or earlier in the batch) or becomes a new record.
+// All texts are embedded in one batch and all records upserted in one
+// call, so a failure leaves the store as it was. m, when not nil, is kept
+// in step.
+func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, cands []candidate, m *mirror) (Result, error) {
+	var res Result
+	if len(cands) == 0 {
+		return res, nil
+	}
+	texts := make([]string, len(cands))
+	for i, c := range cands {
+		texts[i] = c.text
+	}
+	vecs, err := l.store.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return res, fmt.Errorf("observations: embed: %w", err)
+	}
+	if len(vecs) != len(cands) {
+		return res, fmt.Errorf("observations: embed: %w: %d vectors for %d texts", embed.ErrBadResponse, len(vecs), len(cands))
+	}
+	now := l.store.Time()
+	pending := map[string]*vectorstore.Record{} // written by this call, by id
+	var order []string
+	stage := func(r *vectorstore.Record) {
+		if _, ok := pending[r.ID]; !ok {
+			order = append(order, r.ID)
+		}
+		pending[r.ID] = r
+	}
+	for i, c := range cands {
+		target, err := l.findDuplicate(ctx, scope, c, vecs[i], pending)
+		if err != nil {
+			return Result{}, err
+		}
+		if target == nil {
+			r := &vectorstore.Record{
+				ID: l.recordID(scope, c.fold), Layer: l.opts.ID, Kind: Kind, Scope: scope,
+				Text: c.text, Vector: vecs[i], CreatedAt: now,
+			}
+			writeMeta(r, Observation{Importance: c.importance, Sources: capSources(c.sources), Mentions: 1, LastSeen: now}, c.origin)
+			stage(r)
+			res.Added++
+			res.IDs = append(res.IDs, r.ID)
+			continue
+		}
+		if merge(target, c, vecs[i], now) {
+			stage(target)
+			res.Merged++
+		} else {
+			res.Unchanged++
+		}
+		res.IDs = append(res.IDs, target.ID)
+	}
+	if len(order) == 0 {
+		return res, nil
+	}
+	recs := make([]vectorstore.Record, 0, len(order))
+	for _, id := range order {
+		recs = append(recs, *pending[id])
+	}
+	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
+		return Result{}, fmt.Errorf("observations: write: %w", err)
+	}
+	if m != nil {
+		for _, r := range recs {
+			m.put(fromRecord(r))
+		}
+	}
+	return res, nil
+}
+
+// findDuplicate returns the record c should merge into, or nil. An exact
+// (case-folded) restatement matches by id; otherwise the nearest record of
+// the scope, stored or staged by this call, matches when its cosine
+// similarity reaches the threshold. The returned record is a copy the
+// caller may change.
+func (l *Layer) findDuplicate(ctx context.Context, scope vectorstore.Scope, c candidate, vec []float32, pending map[string]*vectorstore.Record) (*vectorstore.Record, error) {
+	id := l.recordID(scope, c.fold)
+	if r, ok := pending[id]; ok {
+		return r, nil
+	}
+	for _, pid := range slices.Sorted(maps.Keys(pending)) {
+		if r := pending[pid]; strings.ToLower(r.Text) == c.fold {
+			return r, nil
+		}
+	}
+	if r, err := l.store.Records.Get(ctx, id); err == nil {
+		if r.Layer == l.opts.ID && r.Kind == Kind && r.Scope == scope {
+			return &r, nil
+		}
+	} else if !errors.Is(err, vectorstore.ErrNotFound) {
+		return nil, fmt.Errorf("observations: read: %w", err)
+	}
+	var best *vectorstore.Record
+	bestScore := -2.0
+	ms, err := l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: 1, Filter: l.filter(scope), WithVectors: true})
+	if err != nil {
+		return nil, fmt.Errorf("observations: query: %w", err)
+	}
+	if len(ms) == 1 {
+		r := ms[0].Record
+		if p, ok := pending[r.ID]; ok {
+			best = p // this call already changed it
+		} else {
+			best = &r
+		}
+		// Cosine computed here, not the collection's score, so the
+		// threshold means the same on dot and euclidean collections.
+		bestScore = embed.Cosine(vec, best.Vector)
+	}
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
+		r := pending[id]
+		if s := embed.Cosine(vec, r.Vector); s > bestScore {
+			best, bestScore = r, s
+		}
+	}
+	if best != nil && bestScore >= l.opts.MergeThreshold {
+		return best, nil
+	}
+	return nil, nil
+}
+
+// merge folds candidate c into record r and reports whether r changed.
+// The newer wording wins (a near-duplicate is usually the same attribute
+// restated or updated, e.g. "is 34" then "is 35"); sources are unioned; a
+// restatement from a new source bumps importance by one (capped at 5) and
+// counts a mention. A replay of the same sources with the same text
+// changes nothing, so re-applying a write is idempotent.
+func merge(r *vectorstore.Record, c candidate, vec []float32, now time.Time) bool {
+	o := fromRecord(*r)
+	newSource := false
+	for _, s := range c.sources {
+		if !slices.Contains(o.Sources, s) {
+			o.Sources = append(o.Sources, s)
+			newSource = true
+		}
+	}
+	imp := max(o.Importance, c.importance)
+	if newSource {
+		imp = min(5, imp+1)
+		o.Mentions++
+	}
+	textChanged := r.Text != c.text
+	if !newSource && !textChanged && imp == o.Importance {
+		return false
+	}
+	o.Importance = imp
+	o.Sources = capSources(o.Sources)
+	o.LastSeen = now
+	if textChanged {
+		r.Text = c.text
+		r.Vector = vec
+	}
+	writeMeta(r, o, r.Metadata[MetaOrigin])
+	return true
+}
+
+func capSources(s []string) []string {
+	if len(s) > MaxSources {
+		s = s[len(s)-MaxSources:]
+	}
+	return s
+}
+
+func writeMeta(r *vectorstore.Record, o Observation, origin string) {
+	src, _ := json.Marshal(append([]string{}, o.Sources...)) // "[]", never "null"
+	r.Metadata = map[string]string{
+		MetaImportance: strconv.Itoa(o.Importance),
+		MetaSources:    string(src),
+		MetaLastSeen:   o.LastSeen.UTC().Format(time.RFC3339Nano),
+		MetaMentions:   strconv.Itoa(max(o.Mentions, 1)),
+	}
+	if origin != "" {
+		r.Metadata[MetaOrigin] = origin
+	}
+}
+
+// fromRecord reads an observation back. Metadata edited by hand (memctl)
+// that does not parse falls back to defaults rather than failing the load.
+func fromRecord(r vectorstore.Record) Observation {
+	o := Observation{ID: r.ID, Text: r.Text, CreatedAt: r.CreatedAt, Importance: 3, Mentions: 1}
+	if v, err := strconv.Atoi(r.Metadata[MetaImportance]); err == nil && v >= 1 && v <= 5 {
+		o.Importance = v
+	}
+	if v, err := strconv.Atoi(r.Metadata[MetaMentions]); err == nil && v >= 1 {
+		o.Mentions = v
+	}
+	_ = json.Unmarshal([]byte(r.Metadata[MetaSources]), &o.Sources)
+	o.LastSeen = r.CreatedAt
+	if t, err := time.Parse(time.RFC3339Nano, r.Metadata[MetaLastSeen]); err == nil {
+		o.LastSeen = t.UTC()
+	}
+	return o
+}

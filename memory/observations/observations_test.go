@@ -1,0 +1,793 @@
+package observations_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/embed"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/memtest"
+	"github.com/stratamem/strata/memory/observations"
+	"github.com/stratamem/strata/storage"
+	"github.com/stratamem/strata/storage/filestore"
+	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+func newLayer(t *testing.T, store *memory.Store, opts observations.Options) *observations.Layer {
+	t.Helper()
+	if opts.Placement == "" {
+		// Content tests read the fresh render; anchoring (which would
+		// serve the first, empty render pinned) has its own test.
+		opts.Placement = core.PlacementLive
+	}
+	l, err := observations.New(store, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return l
+}
+
+func start(t *testing.T, l *observations.Layer, st storage.Store, thread, resource string) *core.Session {
+	t.Helper()
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st})
+	if err != nil {
+		t.Fatalf("NewRuntime: %v", err)
+	}
+	s, err := rt.Start(context.Background(), core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return s
+}
+
+// block returns the text the layer contributed to the last assembly
+// (either band), or "".
+func block(t *testing.T, s *core.Session, id string) string {
+	t.Helper()
+	v, err := s.Assemble(context.Background())
+	if err != nil {
+		t.Fatalf("Assemble: %v", err)
+	}
+	for _, b := range []core.Band{core.BandAnchor, core.BandLive} {
+		for _, it := range v.Band(b) {
+			if it.ID == id {
+				return it.Text()
+			}
+		}
+	}
+	return ""
+}
+
+func listAll(t *testing.T, store *memory.Store) []vectorstore.Record {
+	t.Helper()
+	recs, _, err := store.Records.List(context.Background(), vectorstore.ListOptions{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func recordCall(callID string, args any) core.Item {
+	b, _ := json.Marshal(args)
+	return core.FunctionCall(callID, "observations/record", string(b))
+}
+
+type obsArg struct {
+	Text       string `json:"text"`
+	Importance int    `json:"importance,omitempty"`
+}
+
+func TestExtractionThroughSession(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	l := newLayer(t, store, observations.Options{})
+	s := start(t, l, nil, "thread-1", "")
+
+	if got := block(t, s, "observations"); got != "" {
+		t.Fatalf("empty memory rendered %q", got)
+	}
+	if err := s.Append(ctx, core.UserMessage("Hi! I'm allergic to peanuts and I work at Acme. What should I cook?")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, core.AssistantMessage("Noted. How about a lentil curry?")); err != nil {
+		t.Fatal(err)
+	}
+	got := block(t, s, "observations")
+	for _, want := range []string{
+		"- [5] User is allergic to peanuts (2026-11-30)",
+		"- [4] User works at Acme (2026-11-30)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("recall lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, "allergic") > strings.Index(got, "Acme") {
+		t.Errorf("higher importance not first:\n%s", got)
+	}
+	recs := listAll(t, store)
+	if len(recs) != 2 {
+		t.Fatalf("records: %d, want 2", len(recs))
+	}
+	for _, r := range recs {
+		if r.Layer != "observations" || r.Kind != observations.Kind || r.Scope != (vectorstore.Scope{Thread: "thread-1"}) {
+			t.Errorf("record fields: %+v", r)
+		}
+		if !r.CreatedAt.Equal(t0) || r.Metadata[observations.MetaSources] != `["run-thread-1:0"]` || r.Metadata[observations.MetaOrigin] != observations.OriginExtractor {
+			t.Errorf("record metadata: created %v, %v", r.CreatedAt, r.Metadata)
+		}
+	}
+	st, ok := core.State[observations.State](s, "observations")
+	if !ok || len(st.Observations()) != 2 {
+		t.Fatalf("state observations: %v %+v", ok, st.Observations())
+	}
+	// Recording nothing new writes nothing and keeps the bytes.
+	if err := s.Record(ctx, core.AssistantMessage("Anything else?")); err != nil {
+		t.Fatal(err)
+	}
+	if again := block(t, s, "observations"); again != got {
+		t.Errorf("render changed without writes:\n%s\n---\n%s", got, again)
+	}
+}
+
+func TestItemIDsAreSources(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	l := newLayer(t, store, observations.Options{})
+	s := start(t, l, nil, "th", "")
+	msg := core.UserMessage("My favourite colour is blue.")
+	msg.ID = "msg_42"
+	if err := s.Record(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	recs := listAll(t, store)
+	if len(recs) != 1 || recs[0].Text != "User's favourite colour is blue" || recs[0].Metadata[observations.MetaSources] != `["msg_42"]` {
+		t.Fatalf("records: %+v", recs)
+	}
+}
+
+func TestRecordFunction(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	l := newLayer(t, store, observations.Options{DisableExtraction: true})
+	s := start(t, l, nil, "thread-1", "")
+
+	if tools := s.Tools(); len(tools) != 1 || tools[0].Name != "observations/record" || !strings.Contains(string(tools[0].Parameters), `"importance"`) {
+		t.Fatalf("tools: %+v", tools)
+	}
+	call := recordCall("call-1", map[string]any{"observations": []obsArg{
+		{Text: "The user prefers metric units", Importance: 4},
+		{Text: "The user's project is due on Friday"},
+	}})
+	// The host records the model's call, then routes it: the store hook
+	// applies it on Record, CallFunction sees it was applied.
+	if err := s.Record(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.CallFunction(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Output, "Already recorded") {
+		t.Errorf("second application not recognised: %q", out.Output)
+	}
+	got := block(t, s, "observations")
+	if !strings.Contains(got, "- [4] The user prefers metric units (2026-11-30)") || !strings.Contains(got, "- [3] The user's project is due on Friday") {
+		t.Fatalf("recall:\n%s", got)
+	}
+	for _, r := range listAll(t, store) {
+		if r.Metadata[observations.MetaMentions] != "1" || r.Metadata[observations.MetaSources] != `["run-thread-1:call:call-1"]` || r.Metadata[observations.MetaOrigin] != observations.OriginFunction {
+			t.Errorf("applied twice or wrong source: %v", r.Metadata)
+		}
+	}
+
+	// The other order: CallFunction first, then the host records the call.
+	call2 := recordCall("call-2", map[string]any{"observations": []obsArg{{Text: "The user has a cat named Miso", Importance: 2}}})
+	out, err = s.CallFunction(ctx, call2)
+	if err != nil || !strings.Contains(out.Output, "1 new") {
+		t.Fatalf("CallFunction: %v %q", err, out.Output)
+	}
+	if err := s.Record(ctx, call2, out); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(listAll(t, store)); n != 3 {
+		t.Fatalf("records after call-2: %d, want 3", n)
+	}
+	st, _ := core.State[observations.State](s, "observations")
+	if !slices.Equal(st.Applied, []string{"call-1", "call-2"}) {
+		t.Errorf("applied: %v", st.Applied)
+	}
+}
+
+func TestRecordRejectsBadArguments(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	l := newLayer(t, store, observations.Options{DisableExtraction: true})
+	s := start(t, l, nil, "thread-1", "")
+	if _, err := s.CallFunction(ctx, recordCall("ok", map[string]any{"observations": []obsArg{{Text: "The user likes jazz"}}})); err != nil {
+		t.Fatal(err)
+	}
+	before := listAll(t, store)
+	stBefore, _ := core.State[observations.State](s, "observations")
+
+	many := make([]obsArg, 101)
+	for i := range many {
+		many[i] = obsArg{Text: fmt.Sprintf("fact %d", i)}
+	}
+	cases := []struct{ name, args, want string }{
+		{"invalid json", `{"observations": [`, "invalid arguments"},
+		{"not an object", `[1,2]`, "invalid arguments"},
+		{"wrong type", `{"observations": "the user likes jazz"}`, "invalid arguments"},
+		{"wrong item type", `{"observations": [{"text": 42}]}`, "invalid arguments"},
+		{"missing field", `{}`, "invalid arguments"},
+		{"missing text", `{"observations": [{"importance": 3}]}`, "invalid arguments"},
+		{"unknown field", `{"observations": [{"text": "x", "weight": 2}]}`, "invalid arguments"},
+		{"fractional importance", `{"observations": [{"text": "x", "importance": 2.5}]}`, "invalid arguments"},
+		{"empty list", `{"observations": []}`, "at least one"},
+		{"too many", mustJSON(map[string]any{"observations": many}), "at most 100"},
+		{"importance too high", `{"observations": [{"text": "x", "importance": 9}]}`, "importance: must be 1..5"},
+		{"importance negative", `{"observations": [{"text": "x", "importance": -1}]}`, "importance: must be 1..5"},
+		{"blank text", `{"observations": [{"text": "  . "}]}`, "text: empty"},
+		{"long text", mustJSON(map[string]any{"observations": []obsArg{{Text: strings.Repeat("a", observations.MaxTextBytes+1)}}}), "at most 8192"},
+		{"huge payload", `{"observations": [{"text": "` + strings.Repeat("x", observations.MaxArgumentBytes) + `"}]}`, "more than the 262144 allowed"},
+		{"nul byte", `{"observations": [{"text": "a\u0000b"}]}`, "NUL"},
+		{"trailing data", `{"observations": [{"text": "x"}]} {}`, "invalid arguments"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			call := core.FunctionCall(fmt.Sprintf("bad-%d", i), "observations/record", c.args)
+			out, err := s.CallFunction(ctx, call)
+			if err != nil {
+				t.Fatalf("CallFunction error: %v", err)
+			}
+			if !strings.HasPrefix(out.Output, "error: ") || !strings.Contains(out.Output, c.want) {
+				t.Errorf("output %q, want an error containing %q", trunc(out.Output), c.want)
+			}
+			// The store hook path must not apply it either.
+			if err := s.Record(ctx, call); err != nil && !errors.Is(err, core.ErrInvalidItem) {
+				t.Fatal(err)
+			}
+		})
+	}
+	after := listAll(t, store)
+	if len(after) != len(before) || after[0].Metadata[observations.MetaMentions] != before[0].Metadata[observations.MetaMentions] {
+		t.Errorf("records changed: %d -> %d", len(before), len(after))
+	}
+	stAfter, _ := core.State[observations.State](s, "observations")
+	if !slices.Equal(stAfter.Applied, stBefore.Applied) {
+		t.Errorf("state changed: %v -> %v", stBefore.Applied, stAfter.Applied)
+	}
+	var rejected int
+	for _, d := range s.Diagnostics() {
+		if d.Kind == core.KindRejected {
+			rejected++
+		}
+	}
+	if rejected != len(cases) {
+		t.Errorf("rejected diagnostics: %d, want %d", rejected, len(cases))
+	}
+
+	// The function itself returns a typed error.
+	fn := l.Layer().Functions[0]
+	_, err := fn.Call(ctx, core.FunctionParams[observations.State]{Run: s.Run(), Arguments: `{"observations": [{"text": "x", "importance": 7}]}`})
+	var ae *core.ArgumentError
+	if !errors.As(err, &ae) || ae.Function != "observations/record" {
+		t.Fatalf("want *core.ArgumentError, got %T %v", err, err)
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func trunc(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+func TestNearDuplicatesMerge(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	l := newLayer(t, store, observations.Options{DisableExtraction: true})
+	scope := vectorstore.Scope{Thread: "th"}
+
+	first := "User works at Acme in the London office"
+	near := "User works at Acme in the London office now"
+	vecs, err := store.Embedder.Embed(ctx, []string{first, near, "User lives in Paris"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := embed.Cosine(vecs[0], vecs[1]); c < observations.DefaultMergeThreshold {
+		t.Fatalf("test premise: near-identical texts score %.3f with the hashing embedder", c)
+	}
+	if c := embed.Cosine(vecs[0], vecs[2]); c >= observations.DefaultMergeThreshold {
+		t.Fatalf("test premise: distinct texts score %.3f", c)
+	}
+
+	res, err := l.Add(ctx, scope, observations.Observation{Text: first, Importance: 2, Sources: []string{"m1"}})
+	if err != nil || res.Added != 1 {
+		t.Fatalf("Add: %+v %v", res, err)
+	}
+	id := res.IDs[0]
+
+	// Exact restatement up to case, spacing and final punctuation.
+	clock.Advance(time.Hour)
+	res, err = l.Add(ctx, scope, observations.Observation{Text: "  user works at ACME in the London   office. ", Sources: []string{"m2"}})
+	if err != nil || res.Merged != 1 || res.IDs[0] != id {
+		t.Fatalf("exact restatement: %+v %v", res, err)
+	}
+	// Near-identical by cosine: merged, newer wording wins.
+	clock.Advance(time.Hour)
+	res, err = l.Add(ctx, scope, observations.Observation{Text: near, Importance: 2, Sources: []string{"m3"}})
+	if err != nil || res.Merged != 1 || res.IDs[0] != id {
+		t.Fatalf("near duplicate: %+v %v", res, err)
+	}
+	// A replay of the same source changes nothing.
+	res, err = l.Add(ctx, scope, observations.Observation{Text: near, Importance: 2, Sources: []string{"m3"}})
+	if err != nil || res.Unchanged != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	// Distinct fact: a new record.
+	res, err = l.Add(ctx, scope, observations.Observation{Text: "User lives in Paris", Sources: []string{"m4"}})
+	if err != nil || res.Added != 1 {
+		t.Fatalf("distinct: %+v %v", res, err)
+	}
+	// Duplicates inside one batch merge with each other.
+	res, err = l.Add(ctx, scope,
+		observations.Observation{Text: "User is allergic to peanuts and tree nuts", Importance: 5, Sources: []string{"m5"}},
+		observations.Observation{Text: "User is allergic to peanuts and tree nuts too", Importance: 4, Sources: []string{"m6"}})
+	if err != nil || res.Added != 1 || res.Merged != 1 || res.IDs[0] != res.IDs[1] {
+		t.Fatalf("in-batch: %+v %v", res, err)
+	}
+
+	obs, err := l.List(ctx, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) != 3 {
+		t.Fatalf("observations: %+v", obs)
+	}
+	var acme observations.Observation
+	for _, o := range obs {
+		if o.ID == id {
+			acme = o
+		}
+	}
+	// Importance: 2, then max(2, 3)+1 = 4 on the restatement from m2, then
+	// max(4, 2)+1 = 5 on the near duplicate from m3.
+	if acme.Text != near || !acme.CreatedAt.Equal(t0) || !acme.LastSeen.Equal(t0.Add(2*time.Hour)) ||
+		!slices.Equal(acme.Sources, []string{"m1", "m2", "m3"}) || acme.Importance != 5 || acme.Mentions != 3 {
+		t.Fatalf("merged observation: %+v", acme)
+	}
+
+	// A threshold of 1 merges exact restatements only.
+	strict := newLayer(t, store, observations.Options{ID: "strict", MergeThreshold: 1, DisableExtraction: true})
+	if _, err := strict.Add(ctx, scope, observations.Observation{Text: first}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = strict.Add(ctx, scope, observations.Observation{Text: near})
+	if err != nil || res.Added != 1 {
+		t.Fatalf("strict threshold: %+v %v", res, err)
+	}
+}
+
+func TestAddRejectsInvalid(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", nil)
+	l := newLayer(t, store, observations.Options{})
+	if _, err := l.Add(ctx, vectorstore.Scope{Thread: "a"}, observations.Observation{Text: ""}); !errors.Is(err, observations.ErrInvalidObservation) {
+		t.Errorf("empty text: %v", err)
+	}
+	if _, err := l.Add(ctx, vectorstore.Scope{Thread: "a"}, observations.Observation{Text: "x", Importance: 6}); !errors.Is(err, observations.ErrInvalidObservation) {
+		t.Errorf("importance: %v", err)
+	}
+	if _, err := l.Add(ctx, vectorstore.Scope{Resource: "a"}, observations.Observation{Text: "x"}); !errors.Is(err, observations.ErrScope) {
+		t.Errorf("scope: %v", err)
+	}
+	if n := len(listAll(t, store)); n != 0 {
+		t.Errorf("records written: %d", n)
+	}
+}
+
+func TestBudgetedRendering(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	l := newLayer(t, store, observations.Options{DisableExtraction: true})
+	scope := vectorstore.Scope{Thread: "th"}
+	topics := []string{"jazz", "chess", "sailing", "pottery", "rust", "tango", "origami", "birding", "climbing", "baking", "cycling", "poetry"}
+	for i, topic := range topics {
+		clock.Advance(time.Minute)
+		if _, err := l.Add(ctx, scope, observations.Observation{Text: "User enjoys " + topic, Importance: 1 + i%5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs, err := l.List(ctx, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokens.Estimate()
+	full := observations.Render(obs, core.Unlimited, tok)
+	if got := strings.Count(full, "\n- ["); got != len(topics) {
+		t.Fatalf("unbounded render has %d lines:\n%s", got, full)
+	}
+	budget := tok.Count(full) * 2 / 3
+	text := observations.Render(obs, budget, tok)
+	if n := tok.Count(text) + core.ItemOverhead; n > budget {
+		t.Fatalf("render %d tokens over budget %d", n, budget)
+	}
+	if text != observations.Render(obs, budget, tok) {
+		t.Fatal("render not deterministic")
+	}
+	lines := strings.Split(text, "\n")
+	var shown []string
+	for _, ln := range lines {
+		if strings.HasPrefix(ln, "- [") {
+			shown = append(shown, ln)
+		}
+	}
+	if len(shown) == 0 || len(shown) == len(topics) || !strings.Contains(text, fmt.Sprintf("(%d less important observation(s) not shown.)", len(topics)-len(shown))) {
+		t.Fatalf("budgeted render:\n%s", text)
+	}
+	// Priority: importance descending, then most recently seen first.
+	// Importance 1+i%5: rust (i=4) and baking (i=9) have 5, baking seen later.
+	if !strings.HasPrefix(shown[0], "- [5] User enjoys baking") || !strings.HasPrefix(shown[1], "- [5] User enjoys rust") {
+		t.Errorf("order:\n%s", text)
+	}
+	for i := 1; i < len(shown); i++ {
+		if shown[i-1][3] < shown[i][3] {
+			t.Errorf("importance not descending at %d:\n%s", i, text)
+		}
+	}
+	if observations.Render(obs, 10, tok) != "" {
+		t.Error("a budget below the frame should render nothing")
+	}
+	if observations.Render(nil, core.Unlimited, tok) != "" {
+		t.Error("no observations should render nothing")
+	}
+
+	// Through a session with a fixed budget the block never exceeds it.
+	lay := l.Layer()
+	lay.Budget = core.Fixed(float64(budget))
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{lay}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Assemble(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u := s.LastUsage().Layer("observations")
+	if u.Tokens == 0 || u.Tokens > budget || u.Truncated != 0 {
+		t.Errorf("usage: %+v", u)
+	}
+}
+
+func TestAnchoredDriftUsesRenderDelta(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	l := newLayer(t, store, observations.Options{Placement: core.PlacementAnchor, DisableExtraction: true})
+	scope := vectorstore.Scope{Thread: "th"}
+	var seed []observations.Observation
+	for _, topic := range []string{"jazz", "chess", "sailing", "pottery", "tango", "origami"} {
+		seed = append(seed, observations.Observation{Text: "User enjoys " + topic, Importance: 2})
+	}
+	if _, err := l.Add(ctx, scope, seed...); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, l, nil, "th", "")
+	v1, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := v1.Band(core.BandAnchor)
+	if len(pinned) != 1 || !strings.Contains(pinned[0].Text(), "User enjoys jazz") {
+		t.Fatalf("anchor band: %+v", pinned)
+	}
+	out, err := s.CallFunction(ctx, recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User is allergic to penicillin", Importance: 5}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, recordCall("c1", nil), out); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v2.Band(core.BandAnchor); len(got) != 1 || got[0].Text() != pinned[0].Text() {
+		t.Fatalf("pinned bytes changed")
+	}
+	u := s.LastUsage().Layer("observations")
+	if u.Served != core.ServedPinned || u.Update != core.ActionReplace {
+		t.Fatalf("usage: %+v", u)
+	}
+	upd := v2.Band(core.BandUpdates)
+	if len(upd) != 1 {
+		t.Fatalf("updates band: %+v", upd)
+	}
+	txt := upd[0].Text()
+	if !strings.Contains(txt, "- [5] User is allergic to penicillin") || strings.Contains(txt, "User enjoys jazz") {
+		t.Fatalf("delta should carry only the new line:\n%s", txt)
+	}
+}
+
+func TestDelta(t *testing.T) {
+	rest := strings.Repeat("- [1] D is a long observation that takes room in the block (2026-11-01)\n", 6)
+	prev := []core.Item{core.DeveloperMessage("<observations>\nhead\n- [3] A (2026-11-01)\n- [2] B (2026-11-01)\n- [2] C (2026-11-01)\n" + rest + "</observations>")}
+	next := []core.Item{core.DeveloperMessage("<observations>\nhead\n- [4] A (2026-11-02)\n- [3] E (2026-11-02)\n- [2] B (2026-11-01)\n" + rest + "</observations>")}
+	d, ok, err := observations.Delta(prev, next)
+	if err != nil || !ok {
+		t.Fatalf("Delta: %v %v", ok, err)
+	}
+	want := "<observations_update>\nChanges to the observations above.\nNew or updated:\n- [4] A (2026-11-02)\n- [3] E (2026-11-02)\nNo longer listed (superseded, removed or left out for space):\n- [2] C (2026-11-01)\n</observations_update>"
+	if d != want {
+		t.Fatalf("delta:\n%s\nwant:\n%s", d, want)
+	}
+	if _, ok, _ := observations.Delta(prev, prev); ok {
+		t.Error("no change should decline")
+	}
+	small := []core.Item{core.DeveloperMessage("<observations>\n- [2] X (2026-11-01)\n</observations>")}
+	if _, ok, _ := observations.Delta(prev, small); ok {
+		t.Error("a delta larger than the block should decline")
+	}
+}
+
+func TestSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stateDir := t.TempDir()
+	clock := &memtest.Clock{T: t0}
+
+	st1, err := filestore.Open(stateDir, filestore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store1 := memtest.NewStore(t, dir, clock)
+	s1 := start(t, newLayer(t, store1, observations.Options{}), st1, "thread-1", "")
+	if err := s1.Record(ctx, core.UserMessage("I live in Lyon.")); err != nil {
+		t.Fatal(err)
+	}
+	call := recordCall("call-9", map[string]any{"observations": []obsArg{{Text: "User plays the cello", Importance: 2}}})
+	if _, err := s1.CallFunction(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	want := block(t, s1, "observations")
+	if err := s1.Complete(ctx, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store1.Records.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = st1.Close()
+
+	st2, err := filestore.Open(stateDir, filestore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	store2 := memtest.NewStore(t, dir, clock)
+	s2 := start(t, newLayer(t, store2, observations.Options{}), st2, "thread-1", "")
+	got := block(t, s2, "observations")
+	if got != want || !strings.Contains(got, "User lives in Lyon") || !strings.Contains(got, "User plays the cello") {
+		t.Fatalf("after reopen:\n%s\nwant:\n%s", got, want)
+	}
+	// The applied call ids survived too: a replayed call is not applied again.
+	out, err := s2.CallFunction(ctx, call)
+	if err != nil || !strings.Contains(out.Output, "Already recorded") {
+		t.Fatalf("replayed call: %v %q", err, out.Output)
+	}
+}
+
+func TestConcurrentSessionsAreIsolated(t *testing.T) {
+	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
+		t.Run(string(scope), func(t *testing.T) {
+			ctx := context.Background()
+			store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+			l := newLayer(t, store, observations.Options{Scope: scope})
+			rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			facts := map[string][]string{
+				"a": {"I work at Acme", "I like green tea", "My dog is called Rex"},
+				"b": {"I work at Globex", "I like black coffee", "My cat is called Tom"},
+			}
+			var wg sync.WaitGroup
+			blocks := map[string]string{}
+			var mu sync.Mutex
+			for key, lines := range facts {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for i, ln := range lines {
+						if err := s.Record(ctx, core.UserMessage(ln)); err != nil {
+							t.Error(err)
+						}
+						c := recordCall(fmt.Sprintf("c%d", i), map[string]any{"observations": []obsArg{{Text: "Session " + key + " note " + fmt.Sprint(i)}}})
+						if _, err := s.CallFunction(ctx, c); err != nil {
+							t.Error(err)
+						}
+						if _, err := s.Assemble(ctx); err != nil {
+							t.Error(err)
+						}
+					}
+					b := block(t, s, "observations")
+					mu.Lock()
+					blocks[key] = b
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			for key, other := range map[string]string{"a": "b", "b": "a"} {
+				b := blocks[key]
+				if strings.Count(b, "\n- [") != 6 {
+					t.Errorf("session %s sees %d observations:\n%s", key, strings.Count(b, "\n- ["), b)
+				}
+				for _, leak := range []string{"Session " + other, map[string]string{"a": "Globex", "b": "Acme"}[key]} {
+					if strings.Contains(b, leak) {
+						t.Errorf("session %s sees %q:\n%s", key, leak, b)
+					}
+				}
+			}
+			// A fresh session of each scope sees only its own records too.
+			for key := range facts {
+				sc := vectorstore.Scope{Thread: "thread-" + key, Resource: "user-" + key}
+				obs, err := l.List(ctx, sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(obs) != 6 {
+					t.Errorf("List(%s): %d", key, len(obs))
+				}
+			}
+		})
+	}
+}
+
+func TestCustomExtractor(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	var seen []core.Item
+	ex := observations.ExtractorFunc(func(_ context.Context, items []core.Item) ([]observations.Observation, error) {
+		seen = items
+		return []observations.Observation{
+			{Text: "User is planning a trip to Japan", Importance: 9, From: []int{1}},
+			{Text: "   "},
+			{Text: "User asked about flights", Importance: 1},
+		}, nil
+	})
+	l := newLayer(t, store, observations.Options{Extractor: ex})
+	s := start(t, l, nil, "th", "")
+	if err := s.Append(ctx, core.UserMessage("hello")); err != nil {
+		t.Fatal(err)
+	}
+	call := recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User wants a window seat"}}})
+	if err := s.Record(ctx, core.UserMessage("We're going to Japan in spring."), call); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 {
+		t.Fatalf("extractor saw %d items (its own calls must be hidden)", len(seen))
+	}
+	got := map[string]vectorstore.Record{}
+	for _, r := range listAll(t, store) {
+		got[r.Text] = r
+	}
+	if r := got["User is planning a trip to Japan"]; r.Metadata[observations.MetaImportance] != "5" || r.Metadata[observations.MetaSources] != `["run-th:1"]` {
+		t.Errorf("clamped/sourced observation: %+v", r.Metadata)
+	}
+	if r := got["User asked about flights"]; r.Metadata[observations.MetaSources] != `["run-th:0","run-th:1"]` {
+		t.Errorf("observation without From: %+v", r.Metadata)
+	}
+	if _, ok := got["User wants a window seat"]; !ok || len(got) != 3 {
+		t.Errorf("records: %v", got)
+	}
+
+	// A failing extractor is a diagnostic; nothing is written.
+	boom := errors.New("model unavailable")
+	l2 := newLayer(t, store, observations.Options{ID: "obs2", Extractor: observations.ExtractorFunc(func(context.Context, []core.Item) ([]observations.Observation, error) {
+		return nil, boom
+	})})
+	s2 := start(t, l2, nil, "th", "")
+	if err := s2.Record(ctx, core.UserMessage("I like tea")); err != nil {
+		t.Fatal(err)
+	}
+	diags := s2.Diagnostics()
+	if len(diags) != 1 || diags[0].Hook != "store" || !strings.Contains(diags[0].Message, boom.Error()) {
+		t.Fatalf("diagnostics: %+v", diags)
+	}
+	n, _ := store.Records.Count(ctx, vectorstore.Filter{Layer: "obs2"})
+	if n != 0 {
+		t.Errorf("records written by a failed extraction: %d", n)
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	store := memtest.NewStore(t, "", nil)
+	cases := []struct {
+		opts  observations.Options
+		field string
+	}{
+		{observations.Options{Scope: core.ScopeGlobal}, "Scope"},
+		{observations.Options{Scope: core.ScopeExecution}, "Scope"},
+		{observations.Options{MergeThreshold: 1.5}, "MergeThreshold"},
+		{observations.Options{MergeThreshold: -0.1}, "MergeThreshold"},
+		{observations.Options{MergeThreshold: math.NaN()}, "MergeThreshold"},
+		{observations.Options{Placement: "sideways"}, "Placement"},
+		{observations.Options{ID: "a/b"}, "ID"},
+		{observations.Options{Budget: core.Fixed(math.NaN())}, "Budget.Tokens"},
+	}
+	for _, c := range cases {
+		_, err := observations.New(store, c.opts)
+		var ce *core.ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, core.ErrConfig) {
+			t.Errorf("%+v: got %v, want ConfigError on %s", c.opts, err, c.field)
+		}
+	}
+	if _, err := observations.New(nil, observations.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
+		t.Errorf("nil store: %v", err)
+	}
+	l, err := observations.New(store, observations.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := l.Layer().Spec()
+	if spec.ID != "observations" || spec.Slot != core.SlotObservations || spec.Scope != core.ScopeThread || spec.Placement != core.PlacementAuto {
+		t.Errorf("defaults: %+v", spec)
+	}
+}
+
+func TestDefaultPlacementPublishesNewFacts(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	l, err := observations.New(store, observations.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, l, nil, "th", "")
+	if _, err := s.Assemble(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, core.UserMessage("I live in Oslo.")); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Auto starts anchored: the first (empty) render was pinned, so the new
+	// fact arrives as an "add" context update.
+	upd := v.Band(core.BandUpdates)
+	if len(upd) != 1 || !strings.Contains(upd[0].Text(), `<update layer="observations" action="add">`) || !strings.Contains(upd[0].Text(), "- [4] User lives in Oslo") {
+		t.Fatalf("updates: %+v", upd)
+	}
+}

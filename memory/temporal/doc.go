@@ -1,0 +1,104 @@
+// Package temporal is a memory layer that keeps a timestamped fact
+// ledger: facts with a subject, a predicate and a value ("alice · city:
+// Berlin"), the time they refer to, the time they were recorded, and a
+// validity period. A newer fact with the same subject and predicate closes
+// the older one instead of deleting it, so the ledger answers "what was
+// true on date D" as well as "what is true now".
+//
+// Add it in one line:
+//
+//	ledger, err := temporal.New(store, temporal.Options{})
+//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ledger.Layer()}})
+//
+// # Writing facts
+//
+// The model writes through the provided function "temporal/record"
+// {facts: [{subject, predicate, value, when?}]}; route it with
+// Session.CallFunction. The store hook also applies a record call it
+// finds among the new items (the spec's function-call state); the call id
+// is remembered in the layer state so either order applies it once. An
+// optional Extractor reads the conversation after each model call;
+// Patterns is an offline, pattern-based one (a few first-person
+// statements such as "I moved to Berlin last Friday"), honest about being
+// nothing more. Layer.Record is the Go API over the same path. Bad
+// arguments (invalid JSON, wrong types, missing or unknown fields, empty
+// or over-long fields, a when the parser does not know, more than 100
+// facts, more than 256 KiB) are rejected with a *core.ArgumentError that
+// tells the model what was wrong, and nothing is written.
+//
+// "when" is resolved by ParseWhen against the message's timestamp: the
+// store clock (memory.Store.Now) when the item was recorded, or when the
+// function was called. "yesterday", "last Friday", "two weeks ago",
+// "on November 20", "2026-11-20" all mean the start of that day in
+// Options.Location. A fact without when is valid from the instant it was
+// recorded.
+//
+// # The chain of a fact
+//
+// Facts with the same normalised subject and predicate (case, spacing,
+// '_' and '-' ignored; "I", "me" and "the user" are "user") form a chain
+// ordered by ValidFrom. A new fact is placed in its chain: the fact valid
+// at its ValidFrom is closed there (its ValidTo is set, the record
+// upserted, never deleted), and the new fact stays valid until the next
+// fact's ValidFrom, so a backdated or backfilled fact slots in without
+// disturbing later history. A fact with the same ValidFrom as an existing
+// one corrects it: the old record is kept, as kind "fact_corrected", and
+// no as-of query returns it. A fact whose value is the one already valid then is a
+// restatement and changes nothing; record ids are deterministic in chain,
+// value and ValidFrom, so replays are idempotent.
+//
+// Each fact is a vectorstore record: Kind "fact", Text "subject
+// predicate: value" (embedded), Scope the thread (default) or resource,
+// ValidFrom and ValidTo in the record's own fields, and metadata subject,
+// predicate, value, subject_key, predicate_key, when, refers_to,
+// recorded_at, sources and origin. AsOf queries the collection with
+// Filter.ValidAt, and the provided function "temporal/as_of" {date}
+// answers the model with the facts valid at the end of that day (a date,
+// a phrase such as "last Friday", or an RFC 3339 instant).
+//
+// # Relative times and the prompt cache
+//
+// Recall renders the facts current now, newest first, one line each:
+//
+//	<temporal_facts today="2026-11-30" weekday="Monday">
+//	...
+//	- [2026-11-27 · 3 days ago] user · lives in: Berlin (before: Paris)
+//
+// with the scheduled ones (valid from a later date) after them. "3 days
+// ago" read against a moving clock would change the bytes as time passes
+// and churn the prompt cache; the decision here is to render relative
+// times at day granularity, counted in calendar days from a "today" that
+// the block states in its header (today="2026-11-30"), so the rendered
+// bytes are a function of the facts and of the calendar date only. The
+// layer is anchored by default: within a day every turn re-sends the same
+// bytes (the tests assert it) and the prefix behind it stays cached. A
+// new fact drifts the block; so does midnight. Either is published by the
+// renderDelta as a short context update, not a rewrite of the prefix:
+// the new or changed lines only, and for a date change one sentence
+// ("Today is now 2026-12-01 ... each is 1 day older; their dates are
+// exact"), because every line also carries its exact ISO date. In
+// practice the first turn of a new day usually follows a pause longer
+// than the provider's cache lifetime, so the runtime re-anchors on the
+// cache miss and the daily change costs nothing extra. Options.Location
+// says whose midnight it is. The alternative, absolute dates only with a
+// live "today is" line, would leave the model to do the date arithmetic
+// the issue asks the ledger to do for it.
+//
+// # As-of correctness
+//
+// EvaluateAsOf replays a labelled set of facts recorded over time
+// (supersessions, corrections, backfills, relative phrases across week
+// and month boundaries) through a real session with the store clock set
+// to each message's time, answers "what was S's P on D" with AsOf, and
+// reports the accuracy. DefaultAsOfSet is the set in testdata/asof.json;
+// the ledger answers all of it correctly.
+//
+// # Concurrency
+//
+// Every read filters on the layer id and the scope, so a thread or
+// resource never sees another's facts. Each write reads its chains from
+// the store, not from the session's mirror, so two sessions of one scope
+// see each other's earlier facts when they write; two writes to one chain
+// at the same moment are not serialised (the later upsert wins for a
+// record they both touch).
+package temporal

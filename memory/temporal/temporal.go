@@ -1,0 +1,1115 @@
+package temporal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// Record kinds. A fact replaced by a correction (a fact with the same
+// ValidFrom) keeps its record, validity and text under KindCorrected, so
+// it stays in the ledger's history but no as-of query returns it.
+const (
+	Kind          = "fact"
+	KindCorrected = "fact_corrected"
+)
+
+// DefaultID is the layer id when Options.ID is empty; the provided
+// functions are then "temporal/record" and "temporal/as_of".
+const DefaultID = "temporal"
+
+// DefaultSlot is the layer's slot when Options.Slot is 0. The spec has no
+// constant for a temporal ledger; 175 puts it between entity memory (150)
+// and observations (200), with the other grounding facts.
+const DefaultSlot core.Slot = 175
+
+// Auto asks for core.PlacementAuto in Options.Placement, whose zero value
+// means anchor for this layer.
+const Auto core.Placement = "auto"
+
+// Limits on what one write may carry.
+const (
+	// MaxFieldBytes bounds a fact's subject and predicate.
+	MaxFieldBytes = 256
+	// MaxValueBytes bounds a fact's value.
+	MaxValueBytes = 8 << 10
+	// MaxWhenBytes bounds a time phrase.
+	MaxWhenBytes = 64
+	// MaxPerCall bounds the facts of one record call.
+	MaxPerCall = 100
+	// MaxArgumentBytes bounds the raw JSON arguments of one call.
+	MaxArgumentBytes = 256 << 10
+	maxSources       = 32
+	maxApplied       = 256
+)
+
+// Metadata keys of a fact record. The chain of a fact, the facts it
+// supersedes or is superseded by, is every record of the scope with the
+// same subject_key and predicate_key.
+const (
+	MetaSubject      = "subject"
+	MetaPredicate    = "predicate"
+	MetaValue        = "value"
+	MetaSubjectKey   = "subject_key"
+	MetaPredicateKey = "predicate_key"
+	MetaWhen         = "when"
+	MetaRefersTo     = "refers_to"
+	MetaRecordedAt   = "recorded_at"
+	MetaSources      = "sources"
+	MetaOrigin       = "origin"
+	MetaCorrectedBy  = "corrected_by"
+)
+
+// Origins of a fact, in the "origin" metadata.
+const (
+	OriginExtractor = "extractor"
+	OriginFunction  = "function"
+	OriginAPI       = "api"
+)
+
+var (
+	// ErrScope is wrapped when a Go API call names a scope the layer
+	// cannot use.
+	ErrScope = errors.New("temporal: invalid scope")
+	// ErrInvalidFact is wrapped when a fact given to Record is malformed.
+	ErrInvalidFact = errors.New("temporal: invalid fact")
+)
+
+// Input is a fact on its way in: the arguments of temporal/record, what an
+// Extractor returns and what Record takes.
+type Input struct {
+	Subject   string `json:"subject" jsonschema:"who or what the fact is about, e.g. user, Alice, project-x"`
+	Predicate string `json:"predicate" jsonschema:"the attribute, e.g. lives in, employer, deadline"`
+	Value     string `json:"value" jsonschema:"its value, e.g. Berlin"`
+	When      string `json:"when,omitempty" jsonschema:"when it became true, if not now: yesterday, last Friday, two weeks ago, 2026-11-20, on November 20"`
+	// From is set by an Extractor only: positions, in the items it was
+	// given, of the items the fact came from. The first one's timestamp
+	// resolves When; the layer turns them into sources.
+	From []int `json:"-"`
+}
+
+// Fact is one entry of the ledger.
+type Fact struct {
+	// ID is the record id.
+	ID        string
+	Subject   string
+	Predicate string
+	Value     string
+	// When is the time phrase as given, "" when none was.
+	When string
+	// RefersTo is When resolved against the time of the message that said
+	// it; zero when no When was given.
+	RefersTo time.Time
+	// RecordedAt is the time of the message that stated the fact (the
+	// store clock when it was recorded).
+	RecordedAt time.Time
+	// ValidFrom is RefersTo, or RecordedAt when no When was given.
+	// ValidTo, exclusive, is zero while the fact is current; a later fact
+	// with the same subject and predicate sets it to its own ValidFrom.
+	ValidFrom, ValidTo time.Time
+	// CorrectedBy, when set, is the id of a fact with the same ValidFrom
+	// that replaced this one: the statement was wrong, so it never held.
+	CorrectedBy string
+	// Sources are the ids of the items the fact came from.
+	Sources []string
+
+	key string // chainKey, cached when the fact was read or resolved
+}
+
+// ValidAt reports whether f holds at t: ValidFrom <= t < ValidTo, and f
+// was not corrected.
+func (f Fact) ValidAt(t time.Time) bool {
+	return !f.Corrected() && !t.Before(f.ValidFrom) && (f.ValidTo.IsZero() || t.Before(f.ValidTo))
+}
+
+// Corrected reports whether f was replaced by a fact with the same
+// ValidFrom, so it never held.
+func (f Fact) Corrected() bool { return f.CorrectedBy != "" }
+
+func (f Fact) subjectKey() string   { return SubjectKey(f.Subject) }
+func (f Fact) predicateKey() string { return PredicateKey(f.Predicate) }
+
+// chainKey identifies the chain of f: subject key, NUL, predicate key. It
+// orders like the (subject key, predicate key) pair, keys having no NUL.
+func (f Fact) chainKey() string {
+	if f.key != "" {
+		return f.key
+	}
+	return f.subjectKey() + "\x00" + f.predicateKey()
+}
+
+// SubjectKey normalises a subject for chaining: case, spaces, '_' and '-'
+// do not matter, and "I", "me", "myself", "the user" and "user" are one
+// subject.
+func SubjectKey(s string) string {
+	k := normKey(s)
+	switch k {
+	case "i", "me", "myself", "the user", "user":
+		return "user"
+	}
+	return k
+}
+
+// PredicateKey normalises a predicate for chaining: "Lives_in" and
+// "lives in" are one predicate.
+func PredicateKey(s string) string { return normKey(s) }
+
+func normKey(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' {
+			return ' '
+		}
+		return r
+	}, strings.ToLower(s))
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func normValue(s string) string {
+	return strings.ToLower(strings.TrimRight(strings.Join(strings.Fields(s), " "), " .,;:"))
+}
+
+// Options configure the layer. The zero value is useful: id "temporal",
+// slot 175, thread scope, auto budget, anchored placement, no extractor
+// (writes come from the model's temporal/record calls), calendar days in
+// UTC, the fast token estimate.
+type Options struct {
+	// ID names the layer and prefixes its provided functions.
+	ID string
+	// Slot orders the layer in its band; 0 means DefaultSlot.
+	Slot core.Slot
+	// Scope is core.ScopeThread (default) or core.ScopeResource.
+	Scope core.Scope
+	// Budget caps the rendered tokens; the zero value is auto.
+	Budget core.Budget
+	// Placement defaults to anchor (the zero value); see the package doc.
+	// core.PlacementLive is accepted, and Auto for the runtime's choice
+	// (core.PlacementAuto is the zero value, so it cannot be told apart
+	// from "unset").
+	Placement core.Placement
+	// Extractor, when set, reads new conversation items after each model
+	// call and returns facts; Patterns is the offline pattern-based one.
+	Extractor Extractor
+	// Location sets the calendar for "yesterday", "last Friday" and the
+	// rendered dates; nil means UTC.
+	Location *time.Location
+	// Tokenizer counts rendered tokens to fit the budget; nil means
+	// tokens.Estimate().
+	Tokenizer tokens.Tokenizer
+	// Timeouts override the runtime's hook timeouts.
+	Timeouts core.Timeouts
+}
+
+// Layer is the temporal fact ledger bound to a store. Hand Layer() to the
+// runtime; the other methods are the Go API over the same records.
+type Layer struct {
+	store  *memory.Store
+	opts   Options
+	fnRec  string
+	fnAsOf string
+}
+
+// New validates opts and returns the layer. Invalid options fail with a
+// *core.ConfigError naming the field; an unusable store with an error
+// wrapping memory.ErrInvalidStore.
+func New(store *memory.Store, opts Options) (*Layer, error) {
+	if err := store.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.ID == "" {
+		opts.ID = DefaultID
+	}
+	bad := func(field, reason string) error {
+		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
+	}
+	if strings.Contains(opts.ID, "/") || len(opts.ID) > vectorstore.MaxFieldBytes || !utf8.ValidString(opts.ID) {
+		return nil, bad("ID", "must be valid UTF-8 without '/', at most 512 bytes")
+	}
+	if opts.Slot == 0 {
+		opts.Slot = DefaultSlot
+	}
+	switch opts.Scope {
+	case "":
+		opts.Scope = core.ScopeThread
+	case core.ScopeThread, core.ScopeResource:
+	default:
+		return nil, bad("Scope", fmt.Sprintf("must be thread or resource, got %q", opts.Scope))
+	}
+	switch opts.Placement {
+	case "":
+		opts.Placement = core.PlacementAnchor
+	case core.PlacementAnchor, core.PlacementLive:
+	case Auto:
+		opts.Placement = core.PlacementAuto
+	default:
+		return nil, bad("Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
+	}
+	if err := opts.Budget.Validate(); err != nil {
+		var ce *core.ConfigError
+		if errors.As(err, &ce) {
+			ce.Layer = opts.ID
+		}
+		return nil, err
+	}
+	if opts.Location == nil {
+		opts.Location = time.UTC
+	}
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = tokens.Estimate()
+	}
+	return &Layer{store: store, opts: opts, fnRec: opts.ID + "/record", fnAsOf: opts.ID + "/as_of"}, nil
+}
+
+// ID is the layer id.
+func (l *Layer) ID() string { return l.opts.ID }
+
+// State is the layer's per-session state. Only Applied is persisted; the
+// facts are records in the store, mirrored in memory for rendering.
+type State struct {
+	// Applied lists the call ids of record calls already applied, newest
+	// last, so a call seen both by the store hook and by CallFunction is
+	// applied once.
+	Applied []string `json:"applied,omitempty"`
+
+	m *mirror
+}
+
+// Facts returns every fact of the session's scope, closed ones included,
+// ordered by subject, predicate and ValidFrom; nil before init.
+func (s State) Facts() []Fact {
+	if s.m == nil {
+		return nil
+	}
+	return s.m.all()
+}
+
+func (s State) applied(callID string) bool { return slices.Contains(s.Applied, callID) }
+
+func (s State) withApplied(callID string) *State {
+	next := s
+	next.Applied = append(slices.Clone(s.Applied), callID)
+	if len(next.Applied) > maxApplied {
+		next.Applied = next.Applied[len(next.Applied)-maxApplied:]
+	}
+	return &next
+}
+
+func mergeState(stored, mine State) State {
+	out := mine
+	out.Applied = slices.Clone(stored.Applied)
+	for _, id := range mine.Applied {
+		if !slices.Contains(out.Applied, id) {
+			out.Applied = append(out.Applied, id)
+		}
+	}
+	if len(out.Applied) > maxApplied {
+		out.Applied = out.Applied[len(out.Applied)-maxApplied:]
+	}
+	return out
+}
+
+// mirror is a session's in-memory copy of its scope's facts, and the
+// times at which the session's items were recorded (the "message
+// timestamps" relative phrases resolve against).
+type mirror struct {
+	mu    sync.Mutex
+	facts map[string]Fact
+	times map[string]time.Time // by source id
+}
+
+func (m *mirror) put(f Fact) {
+	m.mu.Lock()
+	m.facts[f.ID] = f
+	m.mu.Unlock()
+}
+
+func (m *mirror) all() []Fact {
+	m.mu.Lock()
+	out := make([]Fact, 0, len(m.facts))
+	for _, f := range m.facts {
+		out = append(out, f)
+	}
+	m.mu.Unlock()
+	sortFacts(out)
+	return out
+}
+
+func sortFacts(fs []Fact) {
+	slices.SortFunc(fs, func(a, b Fact) int {
+		if c := strings.Compare(a.chainKey(), b.chainKey()); c != 0 {
+			return c
+		}
+		return compareChain(a, b)
+	})
+}
+
+// compareChain orders a chain: by ValidFrom, then RecordedAt, then id.
+func compareChain(a, b Fact) int {
+	if c := a.ValidFrom.Compare(b.ValidFrom); c != 0 {
+		return c
+	}
+	if c := a.RecordedAt.Compare(b.RecordedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Layer returns the core layer to add to a runtime.
+func (l *Layer) Layer() core.Layer[State] {
+	record := core.NewFunction[State, recordArgs]("record",
+		"Record facts that hold from a point in time, e.g. where someone lives, who they work for, a deadline. "+
+			"A newer fact with the same subject and predicate supersedes the older one, which is kept as history. "+
+			"Give 'when' if the fact became true at another time than now (yesterday, last Friday, 2026-11-20).",
+		func(context.Context, State, recordArgs) (string, *State, error) { return "", nil, nil })
+	validateRecord := record.Call
+	record.Call = func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+		return l.callRecord(ctx, p, validateRecord)
+	}
+	asOf := core.NewFunction[State, asOfArgs]("as_of",
+		"List the facts that were true on a date (at the end of that day), e.g. to answer 'where did Alice live in March?'.",
+		func(context.Context, State, asOfArgs) (string, *State, error) { return "", nil, nil })
+	validateAsOf := asOf.Call
+	asOf.Call = func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+		return l.callAsOf(ctx, p, validateAsOf)
+	}
+	return core.Layer[State]{
+		ID:        l.opts.ID,
+		Name:      "Temporal facts",
+		Slot:      l.opts.Slot,
+		Scope:     l.opts.Scope,
+		Budget:    l.opts.Budget,
+		Placement: l.opts.Placement,
+		Timeouts:  l.opts.Timeouts,
+		Functions: []core.Function[State]{record, asOf},
+		Merge:     mergeState,
+		Hooks: core.Hooks[State]{
+			Init:         l.init,
+			Recall:       l.recall,
+			RenderDelta:  l.renderDelta,
+			OnItemAppend: l.onItemAppend,
+			Store:        l.storeHook,
+		},
+	}
+}
+
+func (l *Layer) scopeOf(run core.RunInfo) vectorstore.Scope {
+	if l.opts.Scope == core.ScopeResource {
+		return vectorstore.Scope{Resource: run.ResourceID}
+	}
+	return vectorstore.Scope{Thread: run.ThreadID}
+}
+
+func (l *Layer) checkScope(s vectorstore.Scope) (vectorstore.Scope, error) {
+	if l.opts.Scope == core.ScopeResource {
+		if s.Resource == "" {
+			return s, fmt.Errorf("%w: layer %q is resource-scoped: Scope.Resource is empty", ErrScope, l.opts.ID)
+		}
+		return vectorstore.Scope{Resource: s.Resource}, nil
+	}
+	if s.Thread == "" {
+		return s, fmt.Errorf("%w: layer %q is thread-scoped: Scope.Thread is empty", ErrScope, l.opts.ID)
+	}
+	return vectorstore.Scope{Thread: s.Thread}, nil
+}
+
+// filter selects the current-kind facts of a scope; allKinds adds the
+// corrected ones.
+func (l *Layer) filter(s vectorstore.Scope) vectorstore.Filter {
+	return vectorstore.Filter{Layer: l.opts.ID, Kind: Kind, Thread: s.Thread, Resource: s.Resource}
+}
+
+func (l *Layer) allKinds(s vectorstore.Scope) vectorstore.Filter {
+	return vectorstore.Filter{Layer: l.opts.ID, Thread: s.Thread, Resource: s.Resource}
+}
+
+func (l *Layer) list(ctx context.Context, f vectorstore.Filter, withVectors bool) ([]vectorstore.Record, error) {
+	var out []vectorstore.Record
+	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000, WithVectors: withVectors}) {
+		if err != nil {
+			return nil, fmt.Errorf("temporal: list: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// AsOf returns the facts of scope that held at t (ValidFrom <= t <
+// ValidTo), read from the store with a ValidAt filter, ordered by subject,
+// predicate and ValidFrom.
+func (l *Layer) AsOf(ctx context.Context, scope vectorstore.Scope, t time.Time) ([]Fact, error) {
+	scope, err := l.checkScope(scope)
+	if err != nil {
+		return nil, err
+	}
+	f := l.filter(scope)
+	f.ValidAt = t
+	recs, err := l.list(ctx, f, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Fact, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, fromRecord(r))
+	}
+	sortFacts(out)
+	return out, nil
+}
+
+// History returns every fact of scope, closed and corrected ones
+// included, ordered by subject, predicate and ValidFrom.
+func (l *Layer) History(ctx context.Context, scope vectorstore.Scope) ([]Fact, error) {
+	scope, err := l.checkScope(scope)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := l.list(ctx, l.allKinds(scope), false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Fact, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, fromRecord(r))
+	}
+	sortFacts(out)
+	return out, nil
+}
+
+// Record writes facts to scope as stated at time at (the message time
+// their When phrases resolve against; zero means the store clock). It is
+// the path the record function and extraction take.
+func (l *Layer) Record(ctx context.Context, scope vectorstore.Scope, at time.Time, facts ...Input) (Result, error) {
+	scope, err := l.checkScope(scope)
+	if err != nil {
+		return Result{}, err
+	}
+	if at.IsZero() {
+		at = l.store.Time()
+	}
+	ins := make([]pending, 0, len(facts))
+	for i, in := range facts {
+		p, err := l.resolve(in, at, nil, OriginAPI)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: fact %d: %w", ErrInvalidFact, i, err)
+		}
+		ins = append(ins, p)
+	}
+	return l.apply(ctx, scope, ins, nil)
+}
+
+func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
+	var st State
+	if len(p.Stored) > 0 {
+		if err := json.Unmarshal(p.Stored, &st); err != nil {
+			return State{}, fmt.Errorf("decode stored state: %w", err)
+		}
+	}
+	m, err := l.load(ctx, l.scopeOf(p.Run))
+	if err != nil {
+		return State{}, err
+	}
+	st.m = m
+	return st, nil
+}
+
+func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, error) {
+	recs, err := l.list(ctx, l.allKinds(scope), false)
+	if err != nil {
+		return nil, err
+	}
+	m := &mirror{facts: make(map[string]Fact, len(recs)), times: map[string]time.Time{}}
+	for _, r := range recs {
+		f := fromRecord(r)
+		m.facts[f.ID] = f
+	}
+	return m, nil
+}
+
+func (l *Layer) mirrorOf(ctx context.Context, st State, run core.RunInfo) (*mirror, error) {
+	if st.m != nil {
+		return st.m, nil
+	}
+	return l.load(ctx, l.scopeOf(run))
+}
+
+func sourceID(run core.RunInfo, it core.Item, idx int) string {
+	if it.ID != "" {
+		return it.ID
+	}
+	return run.RunID + ":" + strconv.Itoa(idx)
+}
+
+func callSourceID(run core.RunInfo, call core.Item) string {
+	if call.ID != "" {
+		return call.ID
+	}
+	return run.RunID + ":call:" + call.CallID
+}
+
+// onItemAppend stamps each item with the store clock as it is recorded:
+// that is the message timestamp its relative phrases resolve against.
+func (l *Layer) onItemAppend(_ context.Context, p core.ItemAppendParams[State]) (*State, error) {
+	if m := p.State.m; m != nil {
+		m.mu.Lock()
+		m.times[sourceID(p.Run, p.Item, p.Index)] = l.store.Time()
+		m.mu.Unlock()
+	}
+	return nil, nil
+}
+
+// itemTime returns the time the item with this source id was recorded,
+// or the store clock for items recorded before the session started. The
+// store hook forgets the times of the items it processed.
+func (l *Layer) itemTime(m *mirror, source string) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.times[source]; ok {
+		return t
+	}
+	return l.store.Time()
+}
+
+func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
+	m, err := l.mirrorOf(ctx, p.State, p.Run)
+	if err != nil {
+		return nil, err
+	}
+	scope := l.scopeOf(p.Run)
+	base := len(p.History) - len(p.NewItems)
+	ids := make([]string, len(p.NewItems))
+	for i, it := range p.NewItems {
+		ids[i] = sourceID(p.Run, it, base+i)
+	}
+	defer func() {
+		m.mu.Lock()
+		for _, id := range ids {
+			delete(m.times, id)
+		}
+		m.mu.Unlock()
+	}()
+	var next *State
+	cur := p.State
+	cur.m = m
+	// The function-call pattern: record calls among the new items are
+	// applied here too; invalid ones are left for CallFunction to reject
+	// with a message to the model.
+	for i, it := range p.NewItems {
+		if it.Type != core.TypeFunctionCall || it.Name != l.fnRec || cur.applied(it.CallID) {
+			continue
+		}
+		ins, err := l.parseRecord(it.Arguments, l.itemTime(m, ids[i]), []string{callSourceID(p.Run, it)})
+		if err != nil {
+			continue
+		}
+		if _, err := l.apply(ctx, scope, ins, m); err != nil {
+			return next, err
+		}
+		next = cur.withApplied(it.CallID)
+		cur = *next
+	}
+	if l.opts.Extractor == nil {
+		return next, nil
+	}
+	var items []core.Item
+	var idx []int
+	own := map[string]bool{}
+	for i, it := range p.NewItems {
+		switch {
+		case it.Type == core.TypeFunctionCall && (it.Name == l.fnRec || it.Name == l.fnAsOf):
+			own[it.CallID] = true
+			continue
+		case it.Type == core.TypeFunctionCallOutput && own[it.CallID]:
+			continue
+		}
+		items = append(items, it)
+		idx = append(idx, i)
+	}
+	if len(items) == 0 {
+		return next, nil
+	}
+	found, err := l.opts.Extractor.Extract(ctx, items)
+	if err != nil {
+		return next, fmt.Errorf("extract: %w", err)
+	}
+	var ins []pending
+	for _, in := range found {
+		var sources []string
+		ref := time.Time{}
+		for _, j := range in.From {
+			if j >= 0 && j < len(items) {
+				sources = append(sources, ids[idx[j]])
+				if ref.IsZero() {
+					ref = l.itemTime(m, ids[idx[j]])
+				}
+			}
+		}
+		if len(sources) == 0 {
+			for _, j := range idx {
+				sources = append(sources, ids[j])
+			}
+			ref = l.itemTime(m, ids[idx[len(idx)-1]])
+		}
+		pin, err := l.resolve(in, ref, sources, OriginExtractor)
+		if err != nil {
+			continue // an extractor's malformed fact is dropped
+		}
+		ins = append(ins, pin)
+	}
+	if len(ins) == 0 {
+		return next, nil
+	}
+	if _, err := l.apply(ctx, scope, ins, m); err != nil {
+		return next, err
+	}
+	return next, nil
+}
+
+type recordArgs struct {
+	Facts []Input `json:"facts" jsonschema:"the facts to record, at most 100"`
+}
+
+type asOfArgs struct {
+	Date string `json:"date" jsonschema:"the day to look at: 2026-03-15, last Friday, two weeks ago; or an RFC 3339 instant"`
+}
+
+// parseRecord decodes and validates record arguments. Its errors are
+// worded for the model.
+func (l *Layer) parseRecord(raw string, at time.Time, sources []string) ([]pending, error) {
+	if len(raw) > MaxArgumentBytes {
+		return nil, fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(raw), MaxArgumentBytes)
+	}
+	args, err := core.DecodeArguments[recordArgs](raw)
+	if err != nil {
+		return nil, err
+	}
+	switch n := len(args.Facts); {
+	case n == 0:
+		return nil, errors.New("facts: give at least one fact")
+	case n > MaxPerCall:
+		return nil, fmt.Errorf("facts: %d given, at most %d per call", n, MaxPerCall)
+	}
+	out := make([]pending, 0, len(args.Facts))
+	for i, in := range args.Facts {
+		p, err := l.resolve(in, at, sources, OriginFunction)
+		if err != nil {
+			return nil, fmt.Errorf("facts[%d].%w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], validate func(context.Context, core.FunctionParams[State]) (core.FunctionResult[State], error)) (core.FunctionResult[State], error) {
+	argErr := func(err error) error { return &core.ArgumentError{Function: l.fnRec, Err: err} }
+	if len(p.Arguments) > MaxArgumentBytes {
+		return core.FunctionResult[State]{}, argErr(fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), MaxArgumentBytes))
+	}
+	if _, err := validate(ctx, p); err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	if p.Call.CallID != "" && p.State.applied(p.Call.CallID) {
+		return core.FunctionResult[State]{Output: "Already recorded: this call was applied when it was logged."}, nil
+	}
+	// The call happens now: the store clock is its message time.
+	ins, err := l.parseRecord(p.Arguments, l.store.Time(), []string{callSourceID(p.Run, p.Call)})
+	if err != nil {
+		return core.FunctionResult[State]{}, argErr(err)
+	}
+	m, err := l.mirrorOf(ctx, p.State, p.Run)
+	if err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	res, err := l.apply(ctx, l.scopeOf(p.Run), ins, m)
+	if err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	st := p.State
+	st.m = m
+	next := &st
+	if p.Call.CallID != "" {
+		next = st.withApplied(p.Call.CallID)
+	}
+	return core.FunctionResult[State]{Output: l.describe(res), State: next}, nil
+}
+
+// AsOfInstant turns a date argument into the instant an as-of query
+// looks at: a day (a date or a phrase ParseWhen understands) means the
+// end of that day in loc, an RFC 3339 timestamp means itself. ref
+// resolves relative phrases.
+func AsOfInstant(date string, ref time.Time, loc *time.Location) (time.Time, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	if t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(strings.TrimSpace(date))); err == nil {
+		return t.UTC(), nil
+	}
+	if strings.EqualFold(strings.TrimSpace(date), "now") {
+		return ref.UTC(), nil
+	}
+	start, err := ParseWhen(date, ref, loc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	y, m, d := start.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC(), nil
+}
+
+func (l *Layer) callAsOf(ctx context.Context, p core.FunctionParams[State], validate func(context.Context, core.FunctionParams[State]) (core.FunctionResult[State], error)) (core.FunctionResult[State], error) {
+	argErr := func(err error) error { return &core.ArgumentError{Function: l.fnAsOf, Err: err} }
+	if len(p.Arguments) > MaxArgumentBytes {
+		return core.FunctionResult[State]{}, argErr(fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), MaxArgumentBytes))
+	}
+	if _, err := validate(ctx, p); err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	args, err := core.DecodeArguments[asOfArgs](p.Arguments)
+	if err != nil {
+		return core.FunctionResult[State]{}, argErr(err)
+	}
+	now := l.store.Time()
+	t, err := AsOfInstant(args.Date, now, l.opts.Location)
+	if err != nil {
+		return core.FunctionResult[State]{}, argErr(fmt.Errorf("date: %w", err))
+	}
+	facts, err := l.AsOf(ctx, l.scopeOf(p.Run), t)
+	if err != nil {
+		return core.FunctionResult[State]{}, err
+	}
+	return core.FunctionResult[State]{Output: l.renderAsOf(facts, t, now)}, nil
+}
+
+// pending is a validated, resolved fact on its way in.
+type pending struct {
+	f      Fact
+	origin string
+}
+
+// resolve validates in and resolves its When against at. Errors name the
+// field, for the model.
+func (l *Layer) resolve(in Input, at time.Time, sources []string, origin string) (pending, error) {
+	clean := func(field, s string, max int) (string, error) {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return "", fmt.Errorf("%s: not valid UTF-8 or contains a NUL byte", field)
+		}
+		if len(s) > max {
+			return "", fmt.Errorf("%s: %d bytes, at most %d", field, len(s), max)
+		}
+		s = strings.Join(strings.Fields(s), " ")
+		if s == "" {
+			return "", fmt.Errorf("%s: empty", field)
+		}
+		return s, nil
+	}
+	var f Fact
+	var err error
+	if f.Subject, err = clean("subject", in.Subject, MaxFieldBytes); err != nil {
+		return pending{}, err
+	}
+	if f.Predicate, err = clean("predicate", in.Predicate, MaxFieldBytes); err != nil {
+		return pending{}, err
+	}
+	if f.Value, err = clean("value", in.Value, MaxValueBytes); err != nil {
+		return pending{}, err
+	}
+	f.RecordedAt = at.UTC().Truncate(time.Microsecond)
+	f.ValidFrom = f.RecordedAt
+	if strings.TrimSpace(in.When) != "" {
+		if f.When, err = clean("when", in.When, MaxWhenBytes); err != nil {
+			return pending{}, err
+		}
+		t, err := ParseWhen(f.When, at, l.opts.Location)
+		if err != nil {
+			return pending{}, fmt.Errorf("when: %w", err)
+		}
+		f.RefersTo = t.Truncate(time.Microsecond)
+		f.ValidFrom = f.RefersTo
+	}
+	if len(sources) > maxSources {
+		sources = sources[len(sources)-maxSources:]
+	}
+	f.Sources = sources
+	f.key = f.chainKey()
+	return pending{f: f, origin: origin}, nil
+}
+
+// recordID is deterministic in the layer, scope, chain, value and
+// ValidFrom, so re-applying a write is idempotent.
+func (l *Layer) recordID(scope vectorstore.Scope, f Fact) string {
+	h := sha256.New()
+	for _, s := range []string{l.opts.ID, scope.Thread, scope.Resource, f.subjectKey(), f.predicateKey(), normValue(f.Value), f.ValidFrom.UTC().Format(time.RFC3339Nano)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "fact-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Result counts what a write did.
+type Result struct {
+	// Added facts are new records. Closed counts older facts whose
+	// validity the new ones ended; Corrected those replaced by a fact with
+	// the same ValidFrom. Unchanged facts restated what was already valid
+	// then.
+	Added, Closed, Corrected, Unchanged int
+	// Facts are the facts of the input, as stored (or as found, when
+	// unchanged), in input order.
+	Facts []Fact
+	// Superseded are the older facts the write closed or corrected, as
+	// they are now.
+	Superseded []Fact
+}
+
+func (l *Layer) describe(r Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Recorded %d fact(s): %d new, %d unchanged", len(r.Facts), r.Added, r.Unchanged)
+	if r.Closed+r.Corrected > 0 {
+		fmt.Fprintf(&b, "; %d older fact(s) superseded", r.Closed+r.Corrected)
+	}
+	b.WriteString(".")
+	for _, f := range r.Facts {
+		fmt.Fprintf(&b, "\n- %s · %s: %s, valid from %s", f.Subject, f.Predicate, f.Value, l.day(f.ValidFrom))
+	}
+	for _, f := range r.Superseded {
+		if f.Corrected() {
+			fmt.Fprintf(&b, "\n- corrected (never held): %s · %s: %s from %s", f.Subject, f.Predicate, f.Value, l.day(f.ValidFrom))
+			continue
+		}
+		fmt.Fprintf(&b, "\n- superseded: %s · %s: %s, valid %s to %s", f.Subject, f.Predicate, f.Value, l.day(f.ValidFrom), l.day(f.ValidTo))
+	}
+	return b.String()
+}
+
+func (l *Layer) day(t time.Time) string { return t.In(l.opts.Location).Format("2006-01-02") }
+
+// chainRec is a record of a chain being updated, with its fact view.
+type chainRec struct {
+	rec     vectorstore.Record
+	f       Fact
+	changed bool
+}
+
+// apply writes facts to scope. For each, the chain of its subject and
+// predicate is read from the store (so writes of other sessions of the
+// scope are seen), the fact is placed in it by ValidFrom, and its
+// neighbours' validity adjusted: the fact valid at its ValidFrom is closed
+// there, and it stays valid until the next fact's ValidFrom. A fact with
+// the same ValidFrom as an existing one corrects it (the old one is kept
+// as KindCorrected). A fact whose value is the one already valid at
+// its ValidFrom changes nothing. New texts are embedded in one batch and
+// all records are upserted in one call.
+func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, ins []pending, m *mirror) (Result, error) {
+	var res Result
+	if len(ins) == 0 {
+		return res, nil
+	}
+	chains := map[string][]*chainRec{}
+	var written []*chainRec // in first-change order
+	for _, in := range ins {
+		f := in.f
+		key := f.chainKey()
+		chain, ok := chains[key]
+		if !ok {
+			flt := l.filter(scope)
+			flt.Metadata = map[string]string{MetaSubjectKey: f.subjectKey(), MetaPredicateKey: f.predicateKey()}
+			recs, err := l.list(ctx, flt, true)
+			if err != nil {
+				return Result{}, err
+			}
+			for _, r := range recs {
+				chain = append(chain, &chainRec{rec: r, f: fromRecord(r)})
+			}
+		}
+		f.ID = l.recordID(scope, f)
+		var live []*chainRec
+		var dup *chainRec
+		for _, c := range chain {
+			if c.f.ID == f.ID {
+				dup = c
+			}
+			if !c.f.Corrected() {
+				live = append(live, c)
+			}
+		}
+		slices.SortFunc(live, func(a, b *chainRec) int { return compareChain(a.f, b.f) })
+		var cur, pred, succ *chainRec
+		for _, c := range live {
+			if c.f.ValidAt(f.ValidFrom) {
+				cur = c
+			}
+			if !c.f.ValidFrom.After(f.ValidFrom) {
+				pred = c
+			} else if succ == nil {
+				succ = c
+			}
+		}
+		if dup != nil {
+			res.Unchanged++
+			res.Facts = append(res.Facts, dup.f)
+			chains[key] = chain
+			continue
+		}
+		if cur != nil && normValue(cur.f.Value) == normValue(f.Value) {
+			res.Unchanged++
+			res.Facts = append(res.Facts, cur.f)
+			chains[key] = chain
+			continue
+		}
+		touch := func(c *chainRec) {
+			if !c.changed {
+				c.changed = true
+				written = append(written, c)
+			}
+		}
+		switch {
+		case pred != nil && pred.f.ValidFrom.Equal(f.ValidFrom):
+			f.ValidTo = pred.f.ValidTo
+			pred.f.CorrectedBy = f.ID
+			touch(pred)
+			res.Corrected++
+			res.Superseded = append(res.Superseded, pred.f)
+		case pred != nil && (pred.f.ValidTo.IsZero() || pred.f.ValidTo.After(f.ValidFrom)):
+			f.ValidTo = pred.f.ValidTo
+			pred.f.ValidTo = f.ValidFrom
+			touch(pred)
+			res.Closed++
+			res.Superseded = append(res.Superseded, pred.f)
+		case succ != nil:
+			f.ValidTo = succ.f.ValidFrom
+		}
+		nc := &chainRec{f: f, rec: vectorstore.Record{
+			ID: f.ID, Layer: l.opts.ID, Kind: Kind, Scope: scope, Text: factText(f), CreatedAt: l.store.Time(),
+			Metadata: meta(f, in.origin),
+		}}
+		touch(nc)
+		chain = append(chain, nc)
+		chains[key] = chain
+		res.Added++
+		res.Facts = append(res.Facts, f)
+	}
+	if len(written) == 0 {
+		return res, nil
+	}
+	var texts []string
+	var need []*chainRec
+	for _, c := range written {
+		if c.rec.Vector == nil {
+			texts = append(texts, c.rec.Text)
+			need = append(need, c)
+		}
+	}
+	if len(texts) > 0 {
+		vecs, err := l.store.Embedder.Embed(ctx, texts)
+		if err != nil {
+			return Result{}, fmt.Errorf("temporal: embed: %w", err)
+		}
+		if len(vecs) != len(texts) {
+			return Result{}, fmt.Errorf("temporal: embed: %d vectors for %d texts", len(vecs), len(texts))
+		}
+		for i, c := range need {
+			c.rec.Vector = vecs[i]
+		}
+	}
+	recs := make([]vectorstore.Record, 0, len(written))
+	for _, c := range written {
+		c.rec.ValidFrom = c.f.ValidFrom
+		c.rec.ValidTo = c.f.ValidTo
+		if c.f.Corrected() {
+			c.rec.Kind = KindCorrected
+			c.rec.Metadata[MetaCorrectedBy] = c.f.CorrectedBy
+		}
+		recs = append(recs, c.rec)
+	}
+	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
+		return Result{}, fmt.Errorf("temporal: write: %w", err)
+	}
+	if m != nil {
+		for _, c := range written {
+			m.put(c.f)
+		}
+	}
+	// Report facts as they finally are: a later input of the same call
+	// may have closed or corrected one written or superseded earlier.
+	final := make(map[string]Fact, len(written))
+	for _, c := range written {
+		final[c.f.ID] = c.f
+	}
+	for _, list := range [][]Fact{res.Facts, res.Superseded} {
+		for i, f := range list {
+			if g, ok := final[f.ID]; ok {
+				list[i] = g
+			}
+		}
+	}
+	return res, nil
+}
+
+func factText(f Fact) string { return f.Subject + " " + f.Predicate + ": " + f.Value }
+
+func meta(f Fact, origin string) map[string]string {
+	src, _ := json.Marshal(append([]string{}, f.Sources...)) // "[]", never "null"
+	md := map[string]string{
+		MetaSubject:      f.Subject,
+		MetaPredicate:    f.Predicate,
+		MetaValue:        truncate(f.Value, vectorstore.MaxMetadataValue),
+		MetaSubjectKey:   f.subjectKey(),
+		MetaPredicateKey: f.predicateKey(),
+		MetaRecordedAt:   f.RecordedAt.UTC().Format(time.RFC3339Nano),
+		MetaSources:      string(src),
+		MetaOrigin:       origin,
+	}
+	if f.When != "" {
+		md[MetaWhen] = f.When
+		md[MetaRefersTo] = f.RefersTo.UTC().Format(time.RFC3339Nano)
+	}
+	return md
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// fromRecord reads a fact back. Hand-edited metadata that does not parse
+// falls back to what the record's own fields say.
+func fromRecord(r vectorstore.Record) Fact {
+	f := Fact{
+		ID: r.ID, Subject: r.Metadata[MetaSubject], Predicate: r.Metadata[MetaPredicate], Value: r.Metadata[MetaValue],
+		When: r.Metadata[MetaWhen], ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, RecordedAt: r.CreatedAt,
+	}
+	if f.Value == "" {
+		f.Value = r.Text
+	}
+	if sk, pk := r.Metadata[MetaSubjectKey], r.Metadata[MetaPredicateKey]; sk != "" && pk != "" {
+		f.key = sk + "\x00" + pk
+	}
+	if r.Kind == KindCorrected {
+		f.CorrectedBy = r.Metadata[MetaCorrectedBy]
+		if f.CorrectedBy == "" {
+			f.CorrectedBy = "unknown"
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, r.Metadata[MetaRecordedAt]); err == nil {
+		f.RecordedAt = t.UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, r.Metadata[MetaRefersTo]); err == nil {
+		f.RefersTo = t.UTC()
+	}
+	_ = json.Unmarshal([]byte(r.Metadata[MetaSources]), &f.Sources)
+	return f
+}
