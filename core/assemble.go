@@ -29,7 +29,15 @@ type View struct {
 	// PrefixHash is sha256 over the canonical bytes of the system items
 	// and tool schemas, hex.
 	PrefixHash string
+	// updates is the context-updates message published by this assembly.
+	updates []Item
 }
+
+// Updates returns the context-updates message this assembly published: the
+// trailing message after the live band, or (inline, the default) the
+// message appended to the end of history this turn. Empty when no anchored
+// layer drifted since its last publication.
+func (v *View) Updates() []Item { return v.updates }
 
 // Band returns the items of band b.
 func (v *View) Band(b Band) []Item { return v.bands[b] }
@@ -180,37 +188,64 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 
 	outs := s.recallAll(ctx)
 	hashes := s.observe(outs)
-	history, historyItems := s.projectedHistory(ctx)
+	logHistory, historyItems, start := s.projectedHistory(ctx)
 
 	reanchored := false
-	if !rt.cfg.Cache.Disabled {
+	reanchor := func(reason string) arrangement {
+		s.startEpoch(reason, outs, hashes)
+		reanchored = true
+		return s.arrange(ctx, outs, hashes)
+	}
+	var arr arrangement
+	if rt.cfg.Cache.Disabled {
+		arr = s.arrange(ctx, outs, hashes)
+	} else {
 		if reason := s.reanchorReason(outs); reason != "" {
-			s.startEpoch(reason, outs, hashes)
-			reanchored = true
+			arr = reanchor(reason)
+		} else {
+			arr = s.arrange(ctx, outs, hashes)
+			if float64(s.pressure(arr)) > rt.cfg.Cache.pressureLimit(s.pressureBase(arr)) {
+				arr = reanchor(ReasonUpdatePressure)
+			}
 		}
 	}
-	arr := s.arrange(ctx, outs, hashes)
-	if !rt.cfg.Cache.Disabled && !reanchored && arr.updateTokens > 0 &&
-		float64(arr.updateTokens) > rt.cfg.Cache.pressureLimit(sumTokens(arr.anchor)) {
-		s.startEpoch(ReasonUpdatePressure, outs, hashes)
-		reanchored = true
-		arr = s.arrange(ctx, outs, hashes)
+	// Inline updates live in the conversation where they were published.
+	history, firstUpdate, cut := s.withUpdates(logHistory, start)
+	if cut {
+		arr = reanchor(ReasonHistoryCut)
+		history, firstUpdate, _ = s.withUpdates(logHistory, start)
 	}
 	in := projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates, Tail: arr.tail}
-	pv, err := projector.Assemble(in, rt.cfg.Policy)
+	pv, err := projector.Assemble(in, rt.policy)
 	if err != nil {
 		return nil, err
 	}
-	if pv.UpdatesDropped {
+	switch {
+	case pv.UpdatesDropped:
 		// A dropped update would leave the model reading a block known to
 		// be stale: fold the changes into fresh pins instead.
-		s.startEpoch(ReasonUpdatesOverBudget, outs, hashes)
-		reanchored = true
-		arr = s.arrange(ctx, outs, hashes)
-		in.Anchor, in.Live, in.Updates, in.Tail = arr.anchor, arr.live, arr.updates, arr.tail
-		if pv, err = projector.Assemble(in, rt.cfg.Policy); err != nil {
+		arr = reanchor(ReasonUpdatesOverBudget)
+	case firstUpdate >= 0 && firstUpdate < pv.HistoryFrom:
+		// The history front moved past a published update: the history
+		// cache is lost anyway, and the update must not be dropped.
+		arr = reanchor(ReasonHistoryCut)
+	}
+	if reanchored && (pv.UpdatesDropped || firstUpdate >= 0) {
+		history, firstUpdate, _ = s.withUpdates(logHistory, start)
+		in = projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates, Tail: arr.tail}
+		if pv, err = projector.Assemble(in, rt.policy); err != nil {
 			return nil, err
 		}
+	}
+	if firstUpdate >= 0 {
+		historyItems = nil // interleaved: the band cannot share the log
+	}
+	var published []Item
+	switch {
+	case len(arr.updates) > 0:
+		published = itemsOf(arr.updates)
+	case arr.updateTokens > 0 && len(s.epoch.published) > 0:
+		published = []Item{s.epoch.published[len(s.epoch.published)-1].entry.Item}
 	}
 
 	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts))}
@@ -246,7 +281,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		usage.Layers[k] = lu
 	}
 	s.epoch.age++
-	view = &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage}
+	view = &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage, updates: published}
 	for b := range pv.Bands {
 		if Band(b) == BandHistory && pv.HistoryContiguous && historyItems != nil {
 			// The kept history is a suffix of the log: share it.
@@ -262,12 +297,16 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	if !rt.cfg.Cache.Disabled {
 		view.computeBreakpoints()
 		usage.Epoch = &EpochUsage{ID: s.epoch.id, Age: s.epoch.age, AnchorTokens: pv.Tokens[BandAnchor],
-			UpdateTokens: pv.Tokens[BandUpdates], ReanchorReason: s.epoch.reason, Reanchored: reanchored, Blind: s.feedback.blind}
+			UpdateTokens: pv.Tokens[BandUpdates] + s.epoch.publishedTokens, ReanchorReason: s.epoch.reason,
+			Reanchored: reanchored, Blind: s.feedback.blind, Updates: len(s.epoch.published)}
 	}
 	usage.BandTokens = pv.Tokens
 	usage.Total = pv.TotalTokens()
 	usage.HistoryItems = len(pv.Bands[BandHistory])
-	usage.HistoryDropped = len(s.log) - usage.HistoryItems
+	if firstUpdate >= 0 {
+		usage.HistoryItems -= len(s.epoch.published)
+	}
+	usage.HistoryDropped = max(0, len(s.log)-usage.HistoryItems)
 	s.visible = max(0, len(s.log)-usage.HistoryItems)
 	s.mu.Lock()
 	usage.Diagnostics = append([]Diagnostic(nil), s.diagnostics[diagFrom:]...)
@@ -439,11 +478,13 @@ func itemsOf(entries []projector.Entry[Item]) []Item {
 }
 
 // projectedHistory applies the layers' projectHistory hooks in slot order
-// to the log. It returns the history entries and the same history as
-// items, which share the log's memory.
-func (s *Session) projectedHistory(ctx context.Context) ([]projector.Entry[Item], []Item) {
+// to the log. It returns the history entries, the same history as items
+// (sharing the log's memory), and the log index the history starts at (-1
+// when a hook replaced the items).
+func (s *Session) projectedHistory(ctx context.Context) ([]projector.Entry[Item], []Item, int) {
 	history := s.log
 	items := s.items
+	start := 0
 	for k, inst := range s.insts {
 		if s.states[k].disabled || !inst.hasProjectHistory() {
 			continue
@@ -456,13 +497,17 @@ func (s *Session) projectedHistory(ctx context.Context) ([]projector.Entry[Item]
 		if proj.Items == nil {
 			history = history[proj.Start:]
 			items = items[proj.Start:]
+			if start >= 0 {
+				start += proj.Start
+			}
 			continue
 		}
+		start = -1
 		items = proj.Items
 		history = make([]projector.Entry[Item], len(items))
 		for n, it := range items {
 			history[n] = s.rt.entry(it)
 		}
 	}
-	return history, items
+	return history, items, start
 }

@@ -19,9 +19,11 @@ type CacheConfig struct {
 	// churn is at or below it. Zero means 0.1.
 	AutoPromoteChurn float64
 	// MaxUpdateShare re-anchors when the context updates grow past this
-	// share of the anchor band's tokens: past it, re-billing the prefix
-	// once is cheaper than re-sending the updates every turn. Zero means
-	// 0.5.
+	// share of what they are weighed against: for inline updates (cached
+	// once written, so they only cost context space) all the updates of
+	// the epoch against the anchors and history they sit in; for trailing
+	// updates (re-sent every turn) this turn's message against the anchor
+	// band. Zero means 0.5.
 	MaxUpdateShare float64
 	// MinUpdateTokens is a floor under the update-pressure threshold, so a
 	// small anchor band is not re-anchored for every short update. Zero
@@ -30,6 +32,20 @@ type CacheConfig struct {
 	// MinChurnSamples is how many assemblies an auto layer must have been
 	// observed before its churn moves it. Zero means 4.
 	MinChurnSamples int
+	// TrailingUpdates restates every drifted anchor in one message after
+	// the live band on every turn, as the reference design does. By
+	// default (false) an update is published once, at the end of history
+	// before the live band, and stays in the conversation there for the
+	// rest of the epoch: written to the cache once and read from it after,
+	// instead of re-billed every turn. A retraction then stands as long as
+	// its pin does without being repeated.
+	TrailingUpdates bool
+	// HistoryStep is the share of the token budget by which history is
+	// cut when it overflows (Policy.TruncateStep), so the history front
+	// holds still between cuts instead of sliding, and re-billing, every
+	// turn. Zero means 0.25; a negative value cuts item by item. It applies
+	// when anchoring is on, the policy truncates and sets no step itself.
+	HistoryStep float64
 	// BlindAfter marks the provider blind after this many consecutive
 	// reports without cache figures, or first-round misses. Zero means 3.
 	BlindAfter int
@@ -44,6 +60,9 @@ func (c CacheConfig) validate() error {
 	}
 	if c.MaxUpdateShare < 0 || c.MaxUpdateShare != c.MaxUpdateShare {
 		return bad("MaxUpdateShare", fmt.Sprintf("must be positive, got %v", c.MaxUpdateShare))
+	}
+	if c.HistoryStep >= 1 || c.HistoryStep != c.HistoryStep {
+		return bad("HistoryStep", fmt.Sprintf("must be below 1, got %v", c.HistoryStep))
 	}
 	if c.MinUpdateTokens < 0 {
 		return bad("MinUpdateTokens", fmt.Sprintf("negative (%d)", c.MinUpdateTokens))
@@ -90,6 +109,13 @@ func (c CacheConfig) updateShare() float64 {
 		return 0.5
 	}
 	return c.MaxUpdateShare
+}
+
+func (c CacheConfig) historyStep() float64 {
+	if c.HistoryStep == 0 {
+		return 0.25
+	}
+	return c.HistoryStep
 }
 
 func (c CacheConfig) blindAfter() int {

@@ -30,6 +30,9 @@ const (
 	// ReasonBandChange: a pinned layer must change band (its recall
 	// returned state, so it can no longer be pinned).
 	ReasonBandChange = "band-change"
+	// ReasonHistoryCut: the history front moved past a published update;
+	// the history cache is lost with it, and an update is never dropped.
+	ReasonHistoryCut = "history-cut"
 )
 
 // Update actions of a context update.
@@ -53,12 +56,27 @@ type epoch struct {
 	pins    [][]projector.Entry[Item] // per anchored layer
 	pinHash []uint64
 	memo    []deltaMemo
+
+	// Inline updates (the default): what each anchored layer last
+	// published, and the update messages kept in history.
+	lastHash        []uint64
+	lastOut         [][]projector.Entry[Item]
+	published       []publishedUpdate
+	publishedTokens int
+}
+
+// publishedUpdate is a context-updates message kept in the conversation
+// at the place it was published: before the log item at index at.
+type publishedUpdate struct {
+	at    int
+	entry projector.Entry[Item]
 }
 
 // deltaMemo remembers a layer's last renderDelta answer so an unchanged
 // drift does not call the hook every turn.
 type deltaMemo struct {
 	valid bool
+	prev  uint64
 	hash  uint64
 	text  string
 }
@@ -275,7 +293,8 @@ func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64)
 	}
 	*ep = epoch{started: true, n: n, reason: reason, band: band,
 		pins: make([][]projector.Entry[Item], len(s.insts)), pinHash: make([]uint64, len(s.insts)),
-		memo: make([]deltaMemo, len(s.insts))}
+		memo: make([]deltaMemo, len(s.insts)), lastHash: make([]uint64, len(s.insts)),
+		lastOut: make([][]projector.Entry[Item], len(s.insts))}
 	if s.info.ThreadID != "" {
 		ep.id = fmt.Sprintf("t:%s#%d", s.info.ThreadID, n)
 	} else {
@@ -285,6 +304,8 @@ func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64)
 		if band[k] == BandAnchor {
 			ep.pins[k] = outs[k].entries
 			ep.pinHash[k] = hashes[k]
+			ep.lastHash[k] = hashes[k]
+			ep.lastOut[k] = outs[k].entries
 		}
 	}
 	// The miss is served. The count of consecutive misses stays: a
@@ -296,6 +317,7 @@ func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64)
 // layers and the context updates for drifted anchors.
 func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint64) arrangement {
 	a := arrangement{actions: make([]string, len(s.insts)), served: make([]Served, len(s.insts))}
+	inline := !s.rt.cfg.Cache.TrailingUpdates
 	if s.rt.cfg.Cache.Disabled {
 		for k := range outs {
 			if s.insts[k].spec().Placement == PlacementTail {
@@ -326,18 +348,42 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 		if len(pin) == 0 {
 			a.served[k] = ServedNone
 		}
-		if hashes[k] == ep.pinHash[k] || s.states[k].disabled {
+		if s.states[k].disabled {
 			continue
 		}
 		fresh := outs[k].entries
 		var action, text string
-		switch {
-		case len(pin) == 0:
-			action, text = ActionAdd, joinText(fresh)
-		case len(fresh) == 0:
-			action, text = ActionRetract, retractText
-		default:
-			action, text = ActionReplace, s.delta(ctx, k, pin, fresh, hashes[k])
+		if inline {
+			// Publish what changed since the layer's last publication
+			// (or its pin), once: the message stays in the conversation.
+			if hashes[k] == ep.lastHash[k] {
+				continue
+			}
+			prev := ep.lastOut[k]
+			switch {
+			case len(fresh) == 0:
+				action, text = ActionRetract, retractText
+			case len(pin) == 0 && ep.lastHash[k] == ep.pinHash[k]:
+				action, text = ActionAdd, joinText(fresh)
+			case len(prev) == 0:
+				action, text = ActionReplace, joinText(fresh)
+			default:
+				action, text = ActionReplace, s.delta(ctx, k, prev, fresh, hashes[k])
+			}
+			ep.lastHash[k], ep.lastOut[k] = hashes[k], fresh
+		} else {
+			// Trailing: restate the drift from the pin every turn.
+			if hashes[k] == ep.pinHash[k] {
+				continue
+			}
+			switch {
+			case len(pin) == 0:
+				action, text = ActionAdd, joinText(fresh)
+			case len(fresh) == 0:
+				action, text = ActionRetract, retractText
+			default:
+				action, text = ActionReplace, s.delta(ctx, k, pin, fresh, hashes[k])
+			}
 		}
 		a.actions[k] = action
 		if b.Len() == 0 {
@@ -355,17 +401,82 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 		b.WriteString("</context_updates>")
 		e := s.rt.entry(DeveloperMessage(b.String()))
 		e.Group, e.Opens = "", false
-		a.updates = []projector.Entry[Item]{e}
 		a.updateTokens = e.Tokens
+		if inline {
+			ep.published = append(ep.published, publishedUpdate{at: len(s.log), entry: e})
+			ep.publishedTokens += e.Tokens
+		} else {
+			a.updates = []projector.Entry[Item]{e}
+		}
 	}
 	return a
+}
+
+// pressureBase is what the update volume is weighed against: the anchor
+// band for trailing updates (re-sent every turn, they should stay small
+// next to what they correct); the whole cached prefix, anchors and history,
+// for inline updates (cached like the history around them, they only
+// cost context space, while re-anchoring re-bills that whole prefix).
+func (s *Session) pressureBase(a arrangement) int {
+	if s.rt.cfg.Cache.TrailingUpdates {
+		return sumTokens(a.anchor)
+	}
+	return sumTokens(a.anchor) + s.logTokens
+}
+
+// pressure is the update volume the epoch carries: the published updates
+// (inline) or this turn's message (trailing).
+func (s *Session) pressure(a arrangement) int {
+	if s.rt.cfg.Cache.TrailingUpdates {
+		return a.updateTokens
+	}
+	return s.epoch.publishedTokens
+}
+
+// withUpdates interleaves the epoch's published updates into the projected
+// history at the places they were published. start is the log index the
+// history begins at, -1 when a projectHistory hook replaced the items (the
+// updates then go at the end). It returns the history, the index of the
+// first update in it (-1 without updates), and cut=true when an update
+// would fall before the history's start.
+func (s *Session) withUpdates(history []projector.Entry[Item], start int) ([]projector.Entry[Item], int, bool) {
+	pub := s.epoch.published
+	if len(pub) == 0 {
+		return history, -1, false
+	}
+	out := make([]projector.Entry[Item], 0, len(history)+len(pub))
+	if start < 0 {
+		out = append(out, history...)
+		first := len(out)
+		for _, p := range pub {
+			out = append(out, p.entry)
+		}
+		return out, first, false
+	}
+	first := -1
+	next := 0
+	for _, p := range pub {
+		pos := p.at - start
+		if pos < 0 {
+			return history, -1, true
+		}
+		out = append(out, history[next:pos]...)
+		next = pos
+		if first < 0 {
+			first = len(out)
+		}
+		out = append(out, p.entry)
+	}
+	out = append(out, history[next:]...)
+	return out, first, false
 }
 
 // delta asks the layer's renderDelta for a compact change, falling back to
 // the full fresh text when it has none, fails, panics or times out.
 func (s *Session) delta(ctx context.Context, k int, pin, fresh []projector.Entry[Item], hash uint64) string {
 	m := &s.epoch.memo[k]
-	if m.valid && m.hash == hash {
+	prevHash := hashEntries(pin)
+	if m.valid && m.hash == hash && m.prev == prevHash {
 		return m.text
 	}
 	text, kind, err := s.insts[k].renderDelta(ctx, itemsOf(pin), itemsOf(fresh))
@@ -375,7 +486,7 @@ func (s *Session) delta(ctx context.Context, k int, pin, fresh []projector.Entry
 	if err != nil || text == "" {
 		text = joinText(fresh)
 	}
-	*m = deltaMemo{valid: true, hash: hash, text: text}
+	*m = deltaMemo{valid: true, prev: prevHash, hash: hash, text: text}
 	return text
 }
 
@@ -397,8 +508,12 @@ type EpochUsage struct {
 	Age int
 	// AnchorTokens is the size of the pinned anchor band.
 	AnchorTokens int
-	// UpdateTokens is the size of the context updates message.
+	// UpdateTokens is the size of the context updates the epoch carries:
+	// every update message kept in the conversation (inline), or this
+	// turn's trailing message.
 	UpdateTokens int
+	// Updates counts the update messages kept in the conversation.
+	Updates int
 	// ReanchorReason says why the epoch started.
 	ReanchorReason string
 	// Reanchored is true when this assembly started the epoch.

@@ -69,59 +69,95 @@ func bandBytes(t testing.TB, v *core.View, bands ...core.Band) string {
 	return b.String()
 }
 
+// updates returns the context updates the view carries: the trailing
+// message, or the update messages kept in the history (inline).
 func updates(v *core.View) string {
-	var b strings.Builder
-	for _, it := range v.Band(core.BandUpdates) {
-		b.WriteString(it.Text())
+	var parts []string
+	for _, band := range []core.Band{core.BandHistory, core.BandUpdates} {
+		for _, it := range v.Band(band) {
+			if it.Role == core.RoleDeveloper && strings.HasPrefix(it.Text(), "<context_updates") {
+				parts = append(parts, it.Text())
+			}
+		}
 	}
-	return b.String()
+	return strings.Join(parts, "\n")
 }
 
 func TestPinsHoldAndUpdatesPublishDrift(t *testing.T) {
-	plan, notes, facts := &scripted{"step 1"}, &scripted{"note A"}, &scripted{""}
-	s := start(t, core.Config{System: []core.Item{core.SystemMessage("sys")}, Layers: []core.AnyLayer{
-		scriptedLayer("plan", 100, core.PlacementAnchor, plan),
-		scriptedLayer("notes", 110, core.PlacementAnchor, notes),
-		scriptedLayer("facts", 120, core.PlacementAnchor, facts),
-	}})
-	v0 := turn(t, s, "q0")
-	prefix := bandBytes(t, v0, core.BandSystem, core.BandAnchor)
-	if v0.Usage.Epoch.ReanchorReason != core.ReasonInitial || !v0.Usage.Epoch.Reanchored {
-		t.Fatalf("epoch = %+v", v0.Usage.Epoch)
-	}
+	for _, trailing := range []bool{false, true} {
+		t.Run(fmt.Sprint("trailing=", trailing), func(t *testing.T) {
+			plan, notes, facts := &scripted{"step 1"}, &scripted{"note A"}, &scripted{""}
+			s := start(t, core.Config{System: []core.Item{core.SystemMessage("sys")}, Cache: core.CacheConfig{TrailingUpdates: trailing},
+				Layers: []core.AnyLayer{
+					scriptedLayer("plan", 100, core.PlacementAnchor, plan),
+					scriptedLayer("notes", 110, core.PlacementAnchor, notes),
+					scriptedLayer("facts", 120, core.PlacementAnchor, facts),
+				}})
+			v0 := turn(t, s, "q0")
+			prefix := bandBytes(t, v0, core.BandSystem, core.BandAnchor)
+			if v0.Usage.Epoch.ReanchorReason != core.ReasonInitial || !v0.Usage.Epoch.Reanchored {
+				t.Fatalf("epoch = %+v", v0.Usage.Epoch)
+			}
 
-	plan.out, notes.out, facts.out = "step 3 is done", "", "metric units"
-	v1 := turn(t, s, "q1")
-	if got := bandBytes(t, v1, core.BandSystem, core.BandAnchor); got != prefix {
-		t.Fatalf("anchor moved within the epoch:\n%s\n%s", got, prefix)
-	}
-	want := `<context_updates epoch="t:thread-1#0">
+			plan.out, notes.out, facts.out = "step 3 is done", "", "metric units"
+			v1 := turn(t, s, "q1")
+			if got := bandBytes(t, v1, core.BandSystem, core.BandAnchor); got != prefix {
+				t.Fatalf("anchor moved within the epoch:\n%s\n%s", got, prefix)
+			}
+			want := `<context_updates epoch="t:thread-1#0">
 These supersede the blocks with the same layer id earlier in this context.
 Where they disagree, these are correct.
 <update layer="plan" action="replace">step 3 is done</update>
 <update layer="notes" action="retract">This block no longer applies. Disregard it.</update>
 <update layer="facts" action="add">metric units</update>
 </context_updates>`
-	if got := updates(v1); got != want {
-		t.Fatalf("updates:\n%s\nwant:\n%s", got, want)
-	}
-	if len(v1.Band(core.BandUpdates)) != 1 {
-		t.Fatal("updates are not one message")
-	}
-	u := v1.Usage
-	if u.Layer("plan").Update != core.ActionReplace || u.Layer("plan").Served != core.ServedPinned {
-		t.Fatalf("plan usage = %+v", u.Layer("plan"))
-	}
-	// The retraction repeats every turn for the rest of the epoch.
-	v2 := turn(t, s, "q2")
-	if !strings.Contains(updates(v2), `<update layer="notes" action="retract">`) {
-		t.Fatalf("retraction did not repeat: %s", updates(v2))
-	}
-	// Back to the pinned content: no update for that layer.
-	plan.out = "step 1"
-	v3 := turn(t, s, "q3")
-	if strings.Contains(updates(v3), `layer="plan"`) {
-		t.Fatalf("plan back at its pin still updated: %s", updates(v3))
+			if got := updates(v1); got != want {
+				t.Fatalf("updates:\n%s\nwant:\n%s", got, want)
+			}
+			if trailing {
+				if len(v1.Band(core.BandUpdates)) != 1 {
+					t.Fatal("trailing updates are not one message after the live band")
+				}
+			} else {
+				// Inline: published at the end of history, before the live band.
+				h := v1.Band(core.BandHistory)
+				if h[len(h)-1].Text() != want || len(v1.Band(core.BandUpdates)) != 0 {
+					t.Fatal("inline update is not the last history item")
+				}
+			}
+			u := v1.Usage
+			if u.Layer("plan").Update != core.ActionReplace || u.Layer("plan").Served != core.ServedPinned {
+				t.Fatalf("plan usage = %+v", u.Layer("plan"))
+			}
+			// The retraction stands for the rest of the epoch: repeated
+			// every turn (trailing) or kept in the conversation (inline).
+			v2 := turn(t, s, "q2")
+			if !strings.Contains(updates(v2), `<update layer="notes" action="retract">`) {
+				t.Fatalf("retraction did not stand: %s", updates(v2))
+			}
+			if !trailing {
+				if v2.Usage.Layer("notes").Update != "" || strings.Count(updates(v2), "<context_updates") != 1 {
+					t.Fatalf("inline update published twice: %s", updates(v2))
+				}
+				// The request extends the previous one through the update.
+				h1, h2 := bandBytes(t, v1, core.BandHistory), bandBytes(t, v2, core.BandHistory)
+				if !strings.HasPrefix(h2, h1) {
+					t.Fatal("history with the inline update is not a prefix of the next request")
+				}
+			}
+			plan.out = "step 1"
+			v3 := turn(t, s, "q3")
+			if trailing {
+				// Back to the pinned content: no update for that layer.
+				if strings.Contains(updates(v3), `layer="plan"`) {
+					t.Fatalf("plan back at its pin still updated: %s", updates(v3))
+				}
+			} else if v3.Usage.Layer("plan").Update != core.ActionReplace {
+				// Inline: the last word on plan was "step 3 is done", so
+				// its return to "step 1" is published.
+				t.Fatalf("plan return not published: %+v", v3.Usage.Layer("plan"))
+			}
+		})
 	}
 }
 
@@ -210,12 +246,50 @@ func TestReanchorReasons(t *testing.T) {
 		turn(t, s, "q0")
 		src.out = strings.Repeat("word ", 60) // fits as a layer, not as pin + update
 		v := turn(t, s, "q1")
-		if v.Usage.Epoch.ReanchorReason != core.ReasonUpdatesOverBudget || !strings.Contains(v.Band(core.BandAnchor)[0].Text(), "word") {
+		if r := v.Usage.Epoch.ReanchorReason; (r != core.ReasonUpdatesOverBudget && r != core.ReasonHistoryCut) || !strings.Contains(v.Band(core.BandAnchor)[0].Text(), "word") {
 			t.Fatalf("epoch = %+v", v.Usage.Epoch)
 		}
 		if v.Tokens() > 120 {
 			t.Fatalf("view over budget: %d", v.Tokens())
 		}
+	})
+	t.Run("updates-over-budget-trailing", func(t *testing.T) {
+		src := &scripted{"small"}
+		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
+			Policy: &core.Policy{TokenBudget: 120}, LayerPool: 100, Cache: core.CacheConfig{MinUpdateTokens: 1 << 20, TrailingUpdates: true}})
+		turn(t, s, "q0")
+		src.out = strings.Repeat("word ", 60)
+		v := turn(t, s, "q1")
+		if v.Usage.Epoch.ReanchorReason != core.ReasonUpdatesOverBudget || v.Tokens() > 120 {
+			t.Fatalf("epoch = %+v tokens %d", v.Usage.Epoch, v.Tokens())
+		}
+	})
+	t.Run("history-cut", func(t *testing.T) {
+		src := &scripted{"v0"}
+		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
+			Policy: &core.Policy{TokenBudget: 400}, LayerPool: 50, Cache: core.CacheConfig{MinUpdateTokens: 1 << 20, MaxEpochAssemblies: 1000}})
+		turn(t, s, "q0")
+		src.out = "v1"
+		if v := turn(t, s, "q1"); v.Usage.Epoch.Updates != 1 {
+			t.Fatalf("no update published: %+v", v.Usage.Epoch)
+		}
+		// Grow the history until its front passes the update.
+		for i := 0; i < 100; i++ {
+			v := turn(t, s, strings.Repeat("long question ", 10))
+			if v.Usage.Epoch.Reanchored {
+				if v.Usage.Epoch.ReanchorReason != core.ReasonHistoryCut {
+					t.Fatalf("reason = %s", v.Usage.Epoch.ReanchorReason)
+				}
+				if v.Band(core.BandAnchor)[0].Text() != "v1" {
+					t.Fatal("re-anchor did not fold the update into the pin")
+				}
+				return
+			}
+			if !strings.Contains(updates(v), "v1") {
+				t.Fatalf("turn %d: the update was dropped without a re-anchor", i)
+			}
+		}
+		t.Fatal("history never cut past the update")
 	})
 	t.Run("band-change", func(t *testing.T) {
 		stateful := false
@@ -433,14 +507,25 @@ func FuzzChurn(f *testing.F) {
 				t.Fatalf("turn %d: anchor moved within epoch %s", i, ep.ID)
 			}
 			prevAnchor, prevEpoch = anchor, ep.ID
+			// No silent drift: an anchored layer's fresh output is in the
+			// view, as its pin or as an update; an empty one is pinned
+			// empty or retracted.
+			var all strings.Builder
+			for _, it := range v.Items() {
+				all.WriteString(it.Text())
+				all.WriteByte('\n')
+			}
+			text := all.String()
 			for _, l := range v.Usage.Layers {
-				if l.Band != core.BandAnchor || l.Update != "" {
-					continue
+				if l.Band != core.BandAnchor || l.Truncated > 0 {
+					continue // a cut output has its diagnostic
 				}
-				// An anchored layer without update serves its pin, which
-				// must equal its fresh output.
-				if l.Served == core.ServedPinned && !strings.Contains(anchor, fmt.Sprintf("%q", srcs[l.Slot-100].out)[1:]) {
-					t.Fatalf("turn %d: layer %s drifted without an update", i, l.LayerID)
+				fresh := srcs[l.Slot-100].out
+				switch {
+				case fresh != "" && !strings.Contains(text, fresh):
+					t.Fatalf("turn %d: layer %s output %q is nowhere in the view", i, l.LayerID, fresh)
+				case fresh == "" && l.Tokens > 0 && !strings.Contains(text, fmt.Sprintf("<update layer=%q action=\"retract\">", l.LayerID)):
+					t.Fatalf("turn %d: layer %s went empty without a retraction", i, l.LayerID)
 				}
 			}
 		}

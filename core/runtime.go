@@ -98,6 +98,7 @@ type AssembleTracer interface {
 // for concurrent use; sessions are not.
 type Runtime struct {
 	cfg        Config
+	policy     *Policy    // cfg.Policy with the cache's truncation step
 	layers     []AnyLayer // sorted by slot, then id
 	specs      []LayerSpec
 	budgets    []int
@@ -141,6 +142,13 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	}
 	if err := cfg.Cache.validate(); err != nil {
 		return nil, err
+	}
+	rt.policy = cfg.Policy
+	if p := cfg.Policy; p != nil && !cfg.Cache.Disabled && p.TruncateStep == 0 &&
+		cfg.Cache.historyStep() > 0 && (p.Overflow == "" || p.Overflow == OverflowTruncate) {
+		cp := *p
+		cp.TruncateStep = max(1, int(cfg.Cache.historyStep()*float64(p.Available())))
+		rt.policy = &cp
 	}
 	seen := map[string]bool{}
 	for k, l := range cfg.Layers {

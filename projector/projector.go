@@ -105,6 +105,13 @@ type Policy[T any] struct {
 	// required by OverflowSummarize. Returning ok=false keeps the plain
 	// truncation.
 	Summarize func(dropped []Entry[T]) (summary Entry[T], ok bool)
+	// TruncateStep, when positive, makes truncation cut the front of the
+	// history in steps of this many tokens on a fixed grid of the
+	// history's cumulative size, instead of one item at a time. The front
+	// then holds still between cuts, so a provider's prefix cache keeps
+	// the history part for many turns instead of losing it every turn; the
+	// price is up to TruncateStep tokens of history not shown.
+	TruncateStep int
 }
 
 // Validation errors of a Policy. Each is wrapped in a *PolicyError naming
@@ -135,6 +142,8 @@ func (p *Policy[T]) Validate() error {
 		return &PolicyError{"ResponseReserve", fmt.Sprintf("%d leaves nothing of TokenBudget %d", p.ResponseReserve, p.TokenBudget)}
 	case p.WindowSize < 0:
 		return &PolicyError{"WindowSize", fmt.Sprintf("must not be negative, got %d", p.WindowSize)}
+	case p.TruncateStep < 0:
+		return &PolicyError{"TruncateStep", fmt.Sprintf("must not be negative, got %d", p.TruncateStep)}
 	}
 	switch p.Overflow {
 	case "", OverflowTruncate:
@@ -314,6 +323,9 @@ func fitHistory[T any](history []Entry[T], budget int, p *Policy[T]) ([]Entry[T]
 	if from == 0 {
 		return history, 0, false
 	}
+	if p.TruncateStep > 0 && p.Overflow != OverflowSummarize {
+		from = onGrid(history, from, p.TruncateStep)
+	}
 	if p.Overflow == OverflowSummarize && p.Summarize != nil {
 		if summary, ok := p.Summarize(history[:from]); ok {
 			// Make room for the summary by dropping more of the front.
@@ -328,6 +340,22 @@ func fitHistory[T any](history []Entry[T], budget int, p *Policy[T]) ([]Entry[T]
 		}
 	}
 	return keptSuffix(history, from), from, false
+}
+
+// onGrid moves a cut forward to the next point of a grid of step tokens of
+// the history's cumulative size, so successive turns cut at the same place
+// until the history outgrows the next grid point.
+func onGrid[T any](history []Entry[T], from, step int) int {
+	cut := 0
+	for i := 0; i < from; i++ {
+		cut += history[i].Tokens
+	}
+	target := (cut + step - 1) / step * step
+	for from < len(history) && cut < target {
+		cut += history[from].Tokens
+		from++
+	}
+	return from
 }
 
 // suffixStart walks back from the end and returns the index of the first

@@ -202,3 +202,29 @@ func FuzzAssemble(f *testing.F) {
 		}
 	})
 }
+
+func TestTruncateStepHoldsTheFront(t *testing.T) {
+	var hist []projector.Entry[item]
+	fronts := map[int]bool{}
+	moves, prev := 0, -1
+	for i := 0; i < 200; i++ {
+		hist = append(hist, e(fmt.Sprint("h", i), 10))
+		v, err := projector.Assemble(projector.Input[item]{History: hist}, &projector.Policy[item]{TokenBudget: 500, TruncateStep: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.TotalTokens() > 500 {
+			t.Fatalf("over budget: %d", v.TotalTokens())
+		}
+		if v.HistoryFrom != prev {
+			moves++
+			prev = v.HistoryFrom
+		}
+		fronts[v.HistoryFrom] = true
+	}
+	// 2000 tokens of history through a 500-token window cut in steps of
+	// 200: the front moves about 2000/200 times, not 150 times.
+	if moves > 12 {
+		t.Fatalf("front moved %d times", moves)
+	}
+}

@@ -114,8 +114,13 @@ so cache-miss re-anchoring happens as it would live.
 
 Strategies:
 
-- **anchored**: strata's default (core.CacheConfig zero value): anchor and live bands, pinned epochs, one context-updates
-  message, breakpoints from View.Breakpoints (end of system, which covers the tools; end of anchor band; end of history).
+- **anchored**: strata's default (core.CacheConfig zero value): anchor and live bands, pinned epochs, drift published
+  once as a context-updates message at the end of history (kept in the conversation, so cached from then on), history
+  truncated in steps of a quarter of the budget so its front holds still, breakpoints from View.Breakpoints (end of
+  system, which covers the tools; end of anchor band; end of history).
+- **anchored+trailing-updates**: anchored with CacheConfig.TrailingUpdates, the reference design's literal behaviour:
+  one context-updates message after the live band restating every drifted anchor on every request of an epoch
+  (re-sent uncached each time). Shown for comparison, not a target.
 - **anchored+history-cap**: anchored plus layers/history's watermark cap, on the workloads with a token budget. The cap is
   what the budget leaves after the system prompt and twice the layers' calibrated size; past it, history is cut back to
   half the cap in one step and its front then holds still, so the history cache breaks once per cut, not every turn.
@@ -237,8 +242,8 @@ func writeMisses(b *strings.Builder, r *Result) {
 		switch t.What {
 		case "hit ratio / optimum's":
 			lines = append(lines, fmt.Sprintf("- **%s on %s misses the hit-ratio target** (%.3f of the optimum's, target %.2f): hit ratio %.3f against %.3f. "+
-				"Per request it leaves %.0f tokens unread against the optimum's %.0f. Of the %.0f more: about %.0f are the context-updates message "+
-				"(re-sent uncached after history on every request of an epoch, because a drifted anchored layer is published there instead of in the prefix), "+
+				"Per request it leaves %.0f tokens unread against the optimum's %.0f. Of the %.0f more: about %.0f are a trailing context-updates message "+
+				"(re-sent uncached after history on every request of an epoch), "+
 				"%.0f the live band, %.0f the re-anchor requests (%s), which miss the whole prefix, and %.0f the history cuts after the budget overflowed "+
 				"(beyond the pre-overflow rate). The shares overlap a little (a re-anchor request also carries the live band).",
 				t.Strategy, t.Provider, t.Got, t.Want, a.Totals.HitRatio(), opt.Totals.HitRatio(), nonRead, optNonRead, nonRead-optNonRead,

@@ -25,6 +25,10 @@ const (
 	// AnchoredHistoryCap is Anchored with the history layer's watermark cap
 	// (layers/history), when this build has it.
 	AnchoredHistoryCap Strategy = "anchored+history-cap"
+	// AnchoredTrailing is Anchored with core.CacheConfig.TrailingUpdates:
+	// the reference design's one context-updates message after the live
+	// band, restated on every request of an epoch. Shown for comparison.
+	AnchoredTrailing Strategy = "anchored+trailing-updates"
 	// SingleBand is anchoring disabled (core.CacheConfig{Disabled: true}):
 	// every layer renders fresh before history and the view asks for no
 	// breakpoints, so Anthropic caches nothing.
@@ -59,7 +63,13 @@ const (
 
 // AllStrategies lists the strategies in report order.
 func AllStrategies() []Strategy {
-	return []Strategy{Anchored, AnchoredHistoryCap, SingleBand, SingleBandBreakpoints, AllInSystem, Optimum}
+	return []Strategy{Anchored, AnchoredHistoryCap, AnchoredTrailing, SingleBand, SingleBandBreakpoints, AllInSystem, Optimum}
+}
+
+// anchored reports whether s runs strata's anchoring (and so takes the
+// provider's cache reports and the view's breakpoints).
+func anchored(s Strategy) bool {
+	return s == Anchored || s == AnchoredHistoryCap || s == AnchoredTrailing
 }
 
 // AllProviders lists the providers in report order.
@@ -273,7 +283,7 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 	// cache reports steer re-anchoring; one single-band session feeds every
 	// single-band strategy (it ignores reports) and the optimum.
 	for _, s := range strategies {
-		if s != Anchored && s != AnchoredHistoryCap {
+		if !anchored(s) {
 			continue
 		}
 		if s == AnchoredHistoryCap && bud.policy == nil {
@@ -378,7 +388,8 @@ func newRuntime(sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strate
 		LayerPool: core.Unlimited,
 		Cache:     cache,
 	}
-	cfg.Cache.Disabled = s != Anchored && s != AnchoredHistoryCap
+	cfg.Cache.Disabled = !anchored(s)
+	cfg.Cache.TrailingUpdates = s == AnchoredTrailing
 	rt, err := core.NewRuntime(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cachebench: runtime: %w", err)
@@ -485,7 +496,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 	var tools []Block
 	toolTokens := 0
 
-	feedback := len(sinks) == 1 && (s == Anchored || s == AnchoredHistoryCap)
+	feedback := len(sinks) == 1 && anchored(s)
 	appended := 0 // tokens logged since the previous request (optimum)
 	prevLayer := map[string]string{}
 	contentSum := 0.0
@@ -724,7 +735,7 @@ func buildRequest(s Strategy, view *core.View, tools []Block, memo *blockMemo, s
 			}
 		}
 		switch s {
-		case Anchored, AnchoredHistoryCap:
+		case Anchored, AnchoredHistoryCap, AnchoredTrailing:
 			for _, bp := range view.Breakpoints {
 				mark(len(tools) + bp.Index)
 			}

@@ -219,6 +219,11 @@ func printView(w io.Writer, v *core.View) {
 			fmt.Fprintf(w, "    %s\n", text)
 		}
 	}
+	for _, it := range v.Updates() {
+		// The anchors stay pinned; what changed is published once, at the
+		// end of history, and stays in the conversation from then on.
+		fmt.Fprintf(w, "  published this turn: %s\n", strings.ReplaceAll(it.Text(), "\n", "\n    "))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  layer\tslot\tband\tserved\ttokens\tbudget")
 	for _, l := range v.Usage.Layers {

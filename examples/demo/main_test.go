@@ -18,8 +18,9 @@ func TestDemo(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{
 		"######## run 2",
-		"[anchor]", "[history]", "[live]", "[updates]",
-		`<context_updates epoch="t:demo-thread#0">`,
+		"[anchor]", "[history]", "[live]",
+		`published this turn: <context_updates epoch="t:demo-thread#0">`,
+		`<update layer="notes" action="add">`,
 		"notes         100   anchor  pinned", // run 2 starts with the note pinned
 		"model> assistant: You are Ada, and you prefer metric units.",
 		"cache (simulated Anthropic): read 1311",

@@ -43,7 +43,7 @@ func Example() {
 	_ = os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() { println(\"hi\") }\n"), 0o644)
 	_ = sess.Record(ctx, core.AssistantMessage("It has an empty body."))
 	view, _ = sess.Assemble(ctx)
-	update := view.Band(core.BandUpdates)[0].Text()
+	update := view.Updates()[0].Text()
 	fmt.Println(strings.Contains(update, "## main.go"), strings.Contains(update, "## go.mod"))
 	// Output:
 	// ## go.mod

@@ -126,13 +126,13 @@ func TestEditRepublishesOnlyTheChangedFile(t *testing.T) {
 		t.Fatalf("block = %q, want %q", anchor[6].Text(), want)
 	}
 	u := v1.Usage.Layer(filesystem.DefaultID)
-	if u.Band != core.BandAnchor || !v1.Usage.Epoch.Reanchored || len(v1.Band(core.BandUpdates)) != 0 {
+	if u.Band != core.BandAnchor || !v1.Usage.Epoch.Reanchored || len(v1.Updates()) != 0 {
 		t.Fatalf("first assembly: usage %+v epoch %+v", u, v1.Usage.Epoch)
 	}
 
 	// Nothing changed: pinned bytes, no update.
 	v2 := turn(t, s, "Anything else?")
-	if bandJSON(t, v2, core.BandAnchor) != bandJSON(t, v1, core.BandAnchor) || len(v2.Band(core.BandUpdates)) != 0 {
+	if bandJSON(t, v2, core.BandAnchor) != bandJSON(t, v1, core.BandAnchor) || len(v2.Updates()) != 0 {
 		t.Fatal("an unchanged turn changed the anchor or published an update")
 	}
 
@@ -142,7 +142,7 @@ func TestEditRepublishesOnlyTheChangedFile(t *testing.T) {
 	if bandJSON(t, v3, core.BandAnchor) != bandJSON(t, v1, core.BandAnchor) {
 		t.Fatal("the edit rewrote the pinned prefix")
 	}
-	upd := v3.Band(core.BandUpdates)
+	upd := v3.Updates()
 	if len(upd) != 1 {
 		t.Fatalf("updates = %v", upd)
 	}
@@ -157,18 +157,23 @@ func TestEditRepublishesOnlyTheChangedFile(t *testing.T) {
 		t.Fatalf("usage = %+v", lu)
 	}
 	// The update costs one file, not twelve.
-	if v3.BandTokens(core.BandUpdates)*4 > v3.BandTokens(core.BandAnchor) {
-		t.Fatalf("update %d tokens vs anchor %d: not a delta", v3.BandTokens(core.BandUpdates), v3.BandTokens(core.BandAnchor))
+	if v3.Usage.Epoch.UpdateTokens*4 > v3.BandTokens(core.BandAnchor) {
+		t.Fatalf("update %d tokens vs anchor %d: not a delta", v3.Usage.Epoch.UpdateTokens, v3.BandTokens(core.BandAnchor))
 	}
 
 	// A deleted file is reported as removed, next to the edited one.
 	if err := os.Remove(filepath.Join(dir, "pkg", "f03.go")); err != nil {
 		t.Fatal(err)
 	}
+	// The update published last turn stays in the conversation (inline
+	// updates); this turn publishes only what changed since: the removal.
 	v4 := turn(t, s, "I deleted f03.")
-	text = v4.Band(core.BandUpdates)[0].Text()
-	if h := headings(v4.Band(core.BandUpdates)); !slices.Equal(h, []string{"pkg/f03.go", "pkg/f07.go"}) {
+	text = v4.Updates()[0].Text()
+	if h := headings(v4.Updates()); !slices.Equal(h, []string{"pkg/f03.go"}) {
 		t.Fatalf("update carries %v", h)
+	}
+	if v4.Usage.Epoch.Updates != 2 {
+		t.Fatalf("updates kept in the conversation = %d, want 2", v4.Usage.Epoch.Updates)
 	}
 	if !strings.Contains(text, "## pkg/f03.go\n(no longer in context") {
 		t.Fatalf("removal not reported: %q", text)
@@ -230,7 +235,7 @@ func TestPathTraversalRefused(t *testing.T) {
 			t.Fatal("a swapped-in symlink leaked content from outside the root")
 		}
 	}
-	if h := headings(v.Band(core.BandUpdates)); !slices.Equal(h, []string{"alias.txt", "b.txt"}) {
+	if h := headings(v.Updates()); !slices.Equal(h, []string{"alias.txt", "b.txt"}) {
 		t.Fatalf("update headings = %v", h)
 	}
 }
@@ -269,10 +274,10 @@ func TestBudgetByPriorityThenRecency(t *testing.T) {
 	}
 	// Mentioning a again makes it the most recent: it displaces d.
 	v = turn(t, s, "now #a.txt")
-	if h := headings(v.Band(core.BandUpdates)); !slices.Equal(h, []string{"a.txt", "d.txt"}) {
+	if h := headings(v.Updates()); !slices.Equal(h, []string{"a.txt", "d.txt"}) {
 		t.Fatalf("update headings = %v", h)
 	}
-	if text := v.Band(core.BandUpdates)[0].Text(); !strings.Contains(text, "## d.txt\n(no longer in context") {
+	if text := v.Updates()[0].Text(); !strings.Contains(text, "## d.txt\n(no longer in context") {
 		t.Fatalf("update = %q", text)
 	}
 }
@@ -358,7 +363,7 @@ func TestLargeBinaryAndMarkdownFiles(t *testing.T) {
 	// delta.
 	write(t, dir, "README.md", md+"\n## Usage\n\nrun it\n", t0.Add(time.Hour))
 	v = turn(t, s, "edited the readme")
-	if h := headings(v.Band(core.BandUpdates)); !slices.Equal(h, []string{"README.md", "Install", "Usage"}) {
+	if h := headings(v.Updates()); !slices.Equal(h, []string{"README.md", "Install", "Usage"}) {
 		t.Fatalf("update headings = %v", h)
 	}
 	// Untracking the readme reports it removed.
@@ -367,7 +372,7 @@ func TestLargeBinaryAndMarkdownFiles(t *testing.T) {
 		t.Fatalf("untrack: %+v %v", out, err)
 	}
 	v = turn(t, s, "drop it")
-	if text := v.Band(core.BandUpdates)[0].Text(); !strings.Contains(text, "## README.md\n(no longer in context") {
+	if text := v.Updates()[0].Text(); !strings.Contains(text, "## README.md\n(no longer in context") {
 		t.Fatalf("update = %q", text)
 	}
 }

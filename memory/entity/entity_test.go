@@ -397,7 +397,7 @@ func TestRenderDeltaPublishesOnlyChangedEntities(t *testing.T) {
 	if !reflect.DeepEqual(v2.Band(core.BandAnchor), pinned) {
 		t.Fatal("pinned block moved")
 	}
-	upd := v2.Band(core.BandUpdates)
+	upd := v2.Updates()
 	// Same first sighting (the clock did not move): by name.
 	want := "<update layer=\"entity\" action=\"replace\">\nEntity changes (entities not listed here are unchanged):\n" +
 		"- Lisbon (place)\n- Person 3 (person): works on project 3; moved to Lisbon\n</update>"

@@ -288,7 +288,7 @@ func TestRelevanceDeltaPublishesNewlyShownEpisodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upd := v.Band(core.BandUpdates)
+	upd := v.Updates()
 	want := "<update layer=\"episodic\" action=\"replace\">\nMore past episodes relevant now (the episodes shown earlier still apply):\n" +
 		"[2025-03-01T11:00:00Z] (completed) Request: prune the roses\n  Result: done\n</update>"
 	if len(upd) != 1 || !strings.Contains(upd[0].Text(), want) {

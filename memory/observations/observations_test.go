@@ -526,7 +526,7 @@ func TestAnchoredDriftUsesRenderDelta(t *testing.T) {
 	if u.Served != core.ServedPinned || u.Update != core.ActionReplace {
 		t.Fatalf("usage: %+v", u)
 	}
-	upd := v2.Band(core.BandUpdates)
+	upd := v2.Updates()
 	if len(upd) != 1 {
 		t.Fatalf("updates band: %+v", upd)
 	}
@@ -786,7 +786,7 @@ func TestDefaultPlacementPublishesNewFacts(t *testing.T) {
 	}
 	// Auto starts anchored: the first (empty) render was pinned, so the new
 	// fact arrives as an "add" context update.
-	upd := v.Band(core.BandUpdates)
+	upd := v.Updates()
 	if len(upd) != 1 || !strings.Contains(upd[0].Text(), `<update layer="observations" action="add">`) || !strings.Contains(upd[0].Text(), "- [4] User lives in Oslo") {
 		t.Fatalf("updates: %+v", upd)
 	}

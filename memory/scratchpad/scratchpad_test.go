@@ -399,7 +399,7 @@ func TestRenderDeltaPublishesOnlyChangedKeys(t *testing.T) {
 	if !reflect.DeepEqual(v2.Band(core.BandAnchor), pinned) {
 		t.Fatal("pinned block moved")
 	}
-	upd := v2.Band(core.BandUpdates)
+	upd := v2.Updates()
 	if len(upd) != 1 {
 		t.Fatalf("updates %v", upd)
 	}

@@ -373,7 +373,7 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 			t.Fatalf("turn %d (%s): anchored bytes changed", turn, clock.T.Format(time.RFC3339))
 		}
 		u := s.LastUsage().Layer("temporal")
-		if u.Update != "" || u.ChurnRate != 0 || len(v.Band(core.BandUpdates)) != 0 {
+		if u.Update != "" || u.ChurnRate != 0 || len(v.Updates()) != 0 {
 			t.Fatalf("turn %d: usage %+v", turn, u)
 		}
 		facts, _ := l.History(ctx, scope)
@@ -391,7 +391,7 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 	if got := v.Band(core.BandAnchor); got[0].Text() != first {
 		t.Fatal("pin not held across midnight")
 	}
-	upd := v.Band(core.BandUpdates)
+	upd := v.Updates()
 	if len(upd) != 1 {
 		t.Fatalf("updates: %+v", upd)
 	}
@@ -410,7 +410,7 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	txt = v.Band(core.BandUpdates)[0].Text()
+	txt = v.Updates()[0].Text()
 	if !strings.Contains(txt, "New or changed:\n- [2026-12-01 · today] user · employer: Globex (before: Acme)") ||
 		!strings.Contains(txt, "No longer current:\n- [2026-11-16] user · employer: Acme") || strings.Contains(txt, "Berlin") {
 		t.Fatalf("fact update:\n%s", txt)
