@@ -2,6 +2,7 @@ package vectorstore
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
@@ -72,6 +73,12 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 	const op = "open"
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		// url.Parse quotes the whole URL in its error, password included:
+		// keep only the reason.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "url", Msg: "cannot parse URL", Err: err}
 	}
 	scheme := strings.ToLower(u.Scheme)

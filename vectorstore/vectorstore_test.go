@@ -65,3 +65,10 @@ func flip(c byte) string {
 	}
 	return "A"
 }
+
+func TestOpenErrorHidesPassword(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://user:s3cret@host:5432/db\x7f", nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("err = %v", err)
+	}
+}
