@@ -1,0 +1,115 @@
+// Package anthropic is a provider.Model for the Anthropic Messages API,
+// built on github.com/anthropics/anthropic-sdk-go. It turns a core.View
+// into a Messages request, asks for the prompt cache where the view says,
+// and turns the answer back into items and the cache figures the runtime
+// needs to re-anchor on a lost cache.
+//
+// # Using it with core
+//
+//	model, err := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5"}) // key from ANTHROPIC_API_KEY
+//	...
+//	_ = sess.Append(ctx, core.UserMessage(question))
+//	for round := 0; ; round++ {
+//		view, err := sess.Assemble(ctx)
+//		...
+//		resp, err := model.Respond(ctx, provider.Request{View: view, ThreadID: threadID})
+//		if err != nil {
+//			return err // *provider.Error: Retryable and RetryAfter say whether to try again
+//		}
+//		report := resp.Cache
+//		report.FirstRound = round == 0 // only a turn's first call can reveal a lost cache
+//		sess.ReportCache(report)
+//		_ = sess.Record(ctx, resp.Items...)
+//		calls := functionCalls(resp.Items)
+//		if len(calls) == 0 {
+//			break
+//		}
+//		for _, call := range calls {
+//			out, _ := sess.CallFunction(ctx, call)
+//			_ = sess.Append(ctx, out)
+//		}
+//	}
+//
+// Package agent runs this loop for you.
+//
+// # How a view becomes a request
+//
+//   - System and developer messages of the system band become the system
+//     prompt, one text block per part.
+//   - Every other developer (or system) message — anchored and live layer
+//     output, the context-updates message, the tail — becomes a user-role
+//     text block wrapped in <system-reminder>…</system-reminder>, so the
+//     model can tell the runtime's context from what the user typed. The
+//     Messages API has no developer role, and its system prompt must stay
+//     put for the cache.
+//   - User and assistant messages become text blocks of their role; empty
+//     parts are dropped (the API rejects empty text blocks).
+//   - A function_call becomes an assistant tool_use block (id = call id,
+//     input = the parsed arguments, which must be a JSON object); a
+//     function_call_output becomes a user tool_result block.
+//   - Consecutive blocks of one role are merged into one message, as the
+//     API requires alternating roles. An assistant message followed by its
+//     calls therefore becomes one assistant message with text and tool_use
+//     blocks, and parallel outputs one user message of tool_results.
+//   - Tools: every FunctionSpec becomes a tool whose input_schema is its
+//     Parameters, sent as they are.
+//
+// # Tool names
+//
+// Provided functions are named "layer/fn", which the API's tool names
+// (^[a-zA-Z0-9_-]{1,64}$) do not allow. WireName maps '/' to "__" and any
+// other disallowed byte to '_', and shortens names over 64 bytes with a
+// hash suffix. Tool calls in the answer are mapped back through the table
+// of the request's tools, so the items carry "layer/fn" again; two tools
+// that would share a wire name are refused with ErrInvalidRequest.
+//
+// # Cache breakpoints
+//
+// Anthropic caches nothing without a cache_control marker. While
+// anchoring is enabled the view carries Breakpoints — the end of the
+// system prompt (which covers the tools before it), of the anchor band and
+// of history — and the adapter puts cache_control {type: "ephemeral"} on
+// exactly the block of each breakpoint's item, even when merging put
+// other blocks after it in the same message. Never after the live band,
+// the updates or the tail; at most four; none at all when anchoring is
+// disabled (View.Breakpoints is empty). Options.CacheTTL asks for the
+// one-hour lifetime instead of the default five minutes. Request.ThreadID
+// is not sent: the Messages API has no cache key, the markers are the
+// whole contract.
+//
+// # Cache figures
+//
+// input_tokens excludes the cache: ReadTokens = cache_read_input_tokens,
+// WriteTokens = cache_creation_input_tokens, UncachedTokens =
+// input_tokens, and Response.InputTokens is their sum. Reported is false
+// when the usage carries neither cache field (some compatible servers),
+// which lets the runtime mark the provider blind. FirstRound is left to
+// the caller, who knows which call of the turn this was.
+//
+// # Errors and retries
+//
+// A failed call returns no Response and a *provider.Error: the HTTP
+// status, Retryable for 408, 429, 5xx and 529 (overloaded), timeouts and
+// broken connections or streams (the x-should-retry header overrides the
+// status), RetryAfter from retry-after-ms or retry-after. An error event
+// inside a stream maps to the status its type stands for. By default the
+// SDK does not retry (Options.MaxRetries = 0), so the caller sees the
+// failure and its advice at once; Options.Timeout bounds a call through
+// its context. A view the adapter cannot send fails with
+// ErrInvalidRequest before anything is sent.
+//
+// # Streaming
+//
+// Options.Stream sends stream=true and assembles the message from the
+// server-sent events (message_start, content block deltas, message_delta,
+// message_stop); a stream that ends before message_stop is a retryable
+// error, never a partial answer. Requests whose output cap the SDK
+// expects to run past ten minutes are always streamed.
+//
+// # Compatible servers
+//
+// Options.BaseURL (or ANTHROPIC_BASE_URL) points the client at any server
+// that speaks the Messages API. The first message may be an assistant
+// message when history was windowed: the Anthropic API accepts that, some
+// gateways (Bedrock) do not.
+package anthropic

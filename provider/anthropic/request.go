@@ -1,0 +1,216 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/stratamem/strata/core"
+)
+
+// The wrapper around developer text that lands in a user turn. The
+// Messages API has one system prompt and no developer role: layer output
+// after the system band (anchor and live layers, context updates, the
+// tail) travels inside user turns, and the tags let the model tell the
+// runtime's context from what the user typed.
+const (
+	reminderOpen  = "<system-reminder>\n"
+	reminderClose = "\n</system-reminder>"
+)
+
+// maxBreakpoints is the Messages API's limit on cache_control markers.
+const maxBreakpoints = 4
+
+// blockRef addresses one content block of the request being built.
+type blockRef struct {
+	system     bool
+	msg, block int
+}
+
+// requestBuilder turns view items into system blocks and alternating
+// messages, merging consecutive same-role blocks into one message.
+type requestBuilder struct {
+	system []sdk.TextBlockParam
+	msgs   []sdk.MessageParam
+	last   blockRef
+	any    bool // whether last addresses a block yet
+}
+
+func (b *requestBuilder) addSystem(text string) {
+	b.system = append(b.system, sdk.TextBlockParam{Text: text})
+	b.last, b.any = blockRef{system: true, block: len(b.system) - 1}, true
+}
+
+func (b *requestBuilder) content(msg int) *[]sdk.ContentBlockParamUnion {
+	if m := b.msgs[msg].OfUser; m != nil {
+		return &m.Content
+	}
+	return &b.msgs[msg].OfAssistant.Content
+}
+
+func (b *requestBuilder) add(assistant bool, block sdk.ContentBlockParamUnion) {
+	n := len(b.msgs)
+	if n == 0 || (b.msgs[n-1].OfAssistant != nil) != assistant {
+		if assistant {
+			b.msgs = append(b.msgs, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{}})
+		} else {
+			b.msgs = append(b.msgs, sdk.MessageParam{OfUser: &sdk.UserMessageParam{}})
+		}
+		n++
+	}
+	c := b.content(n - 1)
+	*c = append(*c, block)
+	b.last, b.any = blockRef{msg: n - 1, block: len(*c) - 1}, true
+}
+
+func (b *requestBuilder) addText(assistant bool, text string) {
+	b.add(assistant, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: text}})
+}
+
+// mark puts the cache directive on the block ref addresses.
+func (b *requestBuilder) mark(ref blockRef, cc sdk.CacheControlEphemeralParam) {
+	if ref.system {
+		b.system[ref.block].CacheControl = cc
+		return
+	}
+	blk := (*b.content(ref.msg))[ref.block]
+	switch {
+	case blk.OfText != nil:
+		blk.OfText.CacheControl = cc
+	case blk.OfToolUse != nil:
+		blk.OfToolUse.CacheControl = cc
+	case blk.OfToolResult != nil:
+		blk.OfToolResult.CacheControl = cc
+	}
+}
+
+// buildParams turns a view into a Messages request. It returns the table
+// that maps the response's tool names back.
+func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParams, toolNames, error) {
+	var p sdk.MessageNewParams
+	if view == nil {
+		return p, nil, fmt.Errorf("%w: no view", ErrInvalidRequest)
+	}
+	names, err := newToolNames(view.Tools)
+	if err != nil {
+		return p, nil, err
+	}
+	for _, t := range view.Tools {
+		schema := bytes.TrimSpace(t.Parameters)
+		if len(schema) == 0 {
+			schema = []byte(`{"type":"object"}`)
+		}
+		if !json.Valid(schema) || schema[0] != '{' {
+			return p, nil, fmt.Errorf("%w: tool %q: parameters are not a JSON schema object", ErrInvalidRequest, t.Name)
+		}
+		tool := sdk.ToolParam{Name: WireName(t.Name), InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(schema))}
+		if t.Description != "" {
+			tool.Description = sdk.String(t.Description)
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tool})
+	}
+
+	// Breakpoints by item index, only in the bands that may carry one and
+	// no more than the API takes. None at all when anchoring is off.
+	marks := map[int]bool{}
+	for _, bp := range view.Breakpoints {
+		if len(marks) == maxBreakpoints {
+			break
+		}
+		switch bp.Band {
+		case core.BandSystem, core.BandAnchor, core.BandHistory:
+			marks[bp.Index] = true
+		}
+	}
+
+	var b requestBuilder
+	var refs []blockRef
+	i := 0
+	for band, it := range view.All() {
+		if err := b.addItem(band, it); err != nil {
+			return p, nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		// The breakpoint goes on the last block emitted up to this item:
+		// its own block, or the one before when it rendered to nothing.
+		// Merged messages do not move it, since blocks keep their order.
+		if marks[i] && b.any && (len(refs) == 0 || refs[len(refs)-1] != b.last) {
+			refs = append(refs, b.last)
+		}
+		i++
+	}
+	if len(b.msgs) == 0 {
+		return p, nil, fmt.Errorf("%w: the view has no messages after the system prompt", ErrInvalidRequest)
+	}
+	cc := sdk.NewCacheControlEphemeralParam()
+	cc.TTL = sdk.CacheControlEphemeralTTL(m.opts.CacheTTL)
+	for _, ref := range refs {
+		b.mark(ref, cc)
+	}
+	p.Model = sdk.Model(m.opts.Model)
+	p.MaxTokens = int64(maxTokens)
+	p.System = b.system
+	p.Messages = b.msgs
+	return p, names, nil
+}
+
+func (b *requestBuilder) addItem(band core.Band, it core.Item) error {
+	switch it.Type {
+	case core.TypeMessage:
+		switch {
+		case band == core.BandSystem && (it.Role == core.RoleSystem || it.Role == core.RoleDeveloper):
+			for _, part := range it.Content {
+				if part.Text != "" {
+					b.addSystem(part.Text)
+				}
+			}
+		case it.Role == core.RoleUser || it.Role == core.RoleAssistant:
+			for _, part := range it.Content {
+				// The API rejects empty text blocks.
+				if part.Text != "" {
+					b.addText(it.Role == core.RoleAssistant, part.Text)
+				}
+			}
+		case it.Role == core.RoleSystem || it.Role == core.RoleDeveloper:
+			if text := it.Text(); text != "" {
+				b.addText(false, reminderOpen+text+reminderClose)
+			}
+		default:
+			return fmt.Errorf("%w: message role %q", ErrInvalidRequest, it.Role)
+		}
+	case core.TypeFunctionCall:
+		input, err := toolInput(it.Arguments)
+		if err != nil {
+			return fmt.Errorf("function_call %q: %w", it.Name, err)
+		}
+		b.add(true, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: it.CallID, Name: WireName(it.Name), Input: input}})
+	case core.TypeFunctionCallOutput:
+		res := &sdk.ToolResultBlockParam{ToolUseID: it.CallID}
+		if it.Output != "" {
+			res.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: it.Output}}}
+		}
+		b.add(false, sdk.ContentBlockParamUnion{OfToolResult: res})
+	default:
+		return fmt.Errorf("%w: item type %q", ErrInvalidRequest, it.Type)
+	}
+	return nil
+}
+
+// toolInput is a function call's arguments as the tool_use input object.
+// Empty arguments are the empty object.
+func toolInput(args string) (json.RawMessage, error) {
+	raw := bytes.TrimSpace([]byte(args))
+	if len(raw) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	if !json.Valid(raw) || raw[0] != '{' {
+		return nil, fmt.Errorf("%w: arguments are not a JSON object", ErrInvalidRequest)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	return buf.Bytes(), nil
+}

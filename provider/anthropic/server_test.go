@@ -1,0 +1,303 @@
+package anthropic_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratamem/strata/cachesim"
+	"github.com/stratamem/strata/tokens"
+)
+
+// fakeAnthropic is an httptest server speaking the Messages API wire
+// format, JSON and server-sent events. Its usage figures are not made up:
+// the request body's tools, system blocks and message blocks, with their
+// cache_control markers, go through cachesim's model of Anthropic's cache,
+// so a request without breakpoints caches nothing and an expired entry
+// misses, as on the real API.
+type fakeAnthropic struct {
+	t   *testing.T
+	srv *httptest.Server
+	sim *cachesim.Anthropic
+
+	mu     sync.Mutex
+	now    time.Time
+	bodies [][]byte
+	header []http.Header
+	// reply answers request n (from 0); nil answers "ok".
+	reply func(n int, body map[string]any) fakeReply
+	// fail, when it returns a status, answers request n with that error.
+	fail func(n int) (status int, header http.Header, body string)
+	// omitCache leaves the cache fields out of usage, like a compatible
+	// server that does not report them.
+	omitCache bool
+	// delay holds each answer back, for timeouts.
+	delay time.Duration
+}
+
+// fakeReply is the content of one answer.
+type fakeReply struct {
+	blocks     []map[string]any // "text" or "tool_use" content blocks
+	stopReason string
+	// streamErr, when set, is sent as an SSE error event after the first
+	// content block (streaming requests only).
+	streamErr string
+	// cut ends the stream before message_stop.
+	cut bool
+}
+
+func newFakeAnthropic(t *testing.T) *fakeAnthropic {
+	t.Helper()
+	sim, err := cachesim.NewAnthropic(cachesim.AnthropicOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeAnthropic{t: t, sim: sim, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// advance moves the server's clock, e.g. past the cache TTL.
+func (f *fakeAnthropic) advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+func (f *fakeAnthropic) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+func (f *fakeAnthropic) body(n int) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bodies[n]
+}
+
+func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.bodies = append(f.bodies, raw)
+	f.header = append(f.header, r.Header.Clone())
+	f.now = f.now.Add(time.Second)
+	at := f.now
+	fail, reply, delay, omit := f.fail, f.reply, f.delay, f.omitCache
+	f.mu.Unlock()
+
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
+		writeError(w, http.StatusNotFound, "not_found_error", "no route "+r.URL.Path)
+		return
+	}
+	if fail != nil {
+		if status, h, msg := fail(n); status != 0 {
+			for k, v := range h {
+				w.Header()[k] = v
+			}
+			typ := map[int]string{400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[status]
+			writeError(w, status, typ, msg)
+			return
+		}
+	}
+	var req map[string]any
+	if err := json.Unmarshal(raw, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "body is not JSON")
+		return
+	}
+	model, _ := req["model"].(string)
+	blocks, err := simBlocks(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	usage, err := f.sim.Send(cachesim.Request{At: at, Model: model, Blocks: blocks})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	rep := fakeReply{blocks: []map[string]any{{"type": "text", "text": "ok"}}, stopReason: "end_turn"}
+	if reply != nil {
+		rep = reply(n, req)
+	}
+	out := 0
+	for _, b := range rep.blocks {
+		out += 1 + len(fmt.Sprint(b["text"], b["input"]))/4
+	}
+	u := map[string]any{"input_tokens": usage.UncachedTokens, "output_tokens": out}
+	if !omit {
+		u["cache_read_input_tokens"] = usage.ReadTokens
+		u["cache_creation_input_tokens"] = usage.WriteTokens()
+		u["cache_creation"] = map[string]any{"ephemeral_5m_input_tokens": usage.Write5mTokens, "ephemeral_1h_input_tokens": usage.Write1hTokens}
+		u["service_tier"] = "standard"
+	}
+	id := fmt.Sprintf("msg_%03d", n)
+	if stream, _ := req["stream"].(bool); stream {
+		f.writeStream(w, id, model, rep, u, out)
+		return
+	}
+	msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
+		"content": rep.blocks, "stop_reason": rep.stopReason, "stop_sequence": nil, "usage": u}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("request-id", "req_"+id)
+	_ = json.NewEncoder(w).Encode(msg)
+}
+
+// writeStream answers with the event sequence of the streaming Messages
+// API: message_start (input usage), per block a start, deltas split in
+// pieces and a stop, message_delta (stop reason, output usage),
+// message_stop, with a ping in between.
+func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep fakeReply, usage map[string]any, out int) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	send := func(event string, data map[string]any) {
+		raw, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, raw)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	startUsage := map[string]any{}
+	for k, v := range usage {
+		startUsage[k] = v
+	}
+	startUsage["output_tokens"] = 1
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": startUsage}})
+	send("ping", map[string]any{"type": "ping"})
+	for i, b := range rep.blocks {
+		switch b["type"] {
+		case "text":
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "text", "text": ""}})
+			text := b["text"].(string)
+			for _, piece := range split(text) {
+				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+					"delta": map[string]any{"type": "text_delta", "text": piece}})
+			}
+		case "tool_use":
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
+			input, _ := json.Marshal(b["input"])
+			for _, piece := range split(string(input)) {
+				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+					"delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
+			}
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		if rep.streamErr != "" {
+			send("error", map[string]any{"type": "error", "error": map[string]any{"type": rep.streamErr, "message": "Overloaded"}})
+			return
+		}
+	}
+	if rep.cut {
+		return
+	}
+	send("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": rep.stopReason, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// split cuts s in three pieces, as deltas arrive.
+func split(s string) []string {
+	if len(s) < 3 {
+		return []string{s}
+	}
+	a, b := len(s)/3, 2*len(s)/3
+	return []string{s[:a], s[a:b], s[b:]}
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+}
+
+var estimate = tokens.Estimate()
+
+// simBlocks turns a request body into the cache simulator's blocks, in
+// the order the API caches them: tools, system, messages. A block's
+// identity is its JSON without cache_control, which marks a block and is
+// not part of its content.
+func simBlocks(req map[string]any) ([]cachesim.Block, error) {
+	var blocks []cachesim.Block
+	add := func(v any) {
+		m, ok := v.(map[string]any)
+		var cc any
+		if ok {
+			cc = m["cache_control"]
+			delete(m, "cache_control")
+		}
+		raw, _ := json.Marshal(v)
+		b := cachesim.TextBlock(string(raw), max(1, estimate.Count(string(raw))))
+		if cc != nil {
+			ttl := cachesim.TTL5m
+			if c, _ := cc.(map[string]any); c["ttl"] == "1h" {
+				ttl = cachesim.TTL1h
+			}
+			b = b.WithBreakpoint(ttl)
+		}
+		blocks = append(blocks, b)
+	}
+	if tools, ok := req["tools"].([]any); ok {
+		for _, t := range tools {
+			add(t)
+		}
+	}
+	switch s := req["system"].(type) {
+	case string:
+		add(map[string]any{"type": "text", "text": s})
+	case []any:
+		for _, b := range s {
+			add(b)
+		}
+	}
+	msgs, _ := req["messages"].([]any)
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("messages: at least one message is required")
+	}
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		switch c := msg["content"].(type) {
+		case string:
+			add(map[string]any{"type": "text", "text": c})
+		case []any:
+			for _, b := range c {
+				add(b)
+			}
+		}
+	}
+	return blocks, nil
+}
+
+// indent renders a body for golden files, keeping the SDK's key order.
+func indent(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, raw)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}

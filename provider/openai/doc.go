@@ -1,0 +1,107 @@
+// Package openai is a provider.Model for OpenAI's Responses and Chat
+// Completions APIs, built on the official github.com/openai/openai-go SDK,
+// and for the servers compatible with them (Ollama, vLLM, OpenRouter, LM
+// Studio) reached by Options.BaseURL. It turns a core.View into a request
+// and the answer back into items and the cache figures the runtime needs
+// to re-anchor on a lost cache.
+//
+// # Using it with core
+//
+//	model, err := openai.New(openai.Options{Model: "gpt-5-mini"}) // key from OPENAI_API_KEY
+//	...
+//	_ = sess.Append(ctx, core.UserMessage(question))
+//	for round := 0; ; round++ {
+//		view, err := sess.Assemble(ctx)
+//		...
+//		resp, err := model.Respond(ctx, provider.Request{View: view, ThreadID: threadID})
+//		if err != nil {
+//			return err // *provider.Error: Retryable and RetryAfter say whether to try again
+//		}
+//		report := resp.Cache
+//		report.FirstRound = round == 0 // only a turn's first call can reveal a lost cache
+//		sess.ReportCache(report)
+//		_ = sess.Record(ctx, resp.Items...)
+//		... run the function calls, Append their outputs, or break
+//	}
+//
+// Package agent runs this loop for you. For a local Ollama:
+//
+//	openai.New(openai.Options{Model: "llama3.2", API: openai.ChatCompletions,
+//		BaseURL: "http://localhost:11434/v1", Developer: openai.DeveloperAsSystem})
+//
+// # How a view becomes a request
+//
+// Responses (the zero value of Options.API): every item is an input item.
+// Messages keep their role (system, developer, user) with input_text
+// parts; assistant messages carry their text as a string; function_call
+// and function_call_output items map field for field. Function tools are
+// sent with strict: false, since this API would otherwise require every
+// schema to list all properties as required.
+//
+// Chat Completions: system, developer and user messages as messages of
+// that role, with string content (text parts when an item has several
+// parts or a part carries a cache marker); an assistant message and the
+// function calls after it become one assistant message with tool_calls;
+// each function_call_output a tool message.
+//
+// Developer messages travel as role "developer" by default. Servers whose
+// chat templates know no such role take DeveloperAsSystem, or
+// DeveloperAsUser, which sends those after the system prompt as user
+// messages wrapped in <system-reminder>…</system-reminder>.
+//
+// Provided functions are named "layer/fn", which function names
+// (^[a-zA-Z0-9_-]{1,64}$) do not allow: WireName maps '/' to "__" and
+// other disallowed bytes to '_', and the calls in the answer are mapped
+// back through the table of the request's tools.
+//
+// # Prompt caching
+//
+// OpenAI caches prompt prefixes by itself. The adapter sends the thread id
+// as prompt_cache_key (Options.NoCacheKey turns it off), so one thread's
+// requests meet the same cache. Two opt-in markers place the view's
+// breakpoints (the ends of the system prompt, the anchor band and
+// history, never after the live band), each on the last input text at or
+// before the breakpoint's item — assistant output cannot carry one:
+//
+//   - ExplicitBreakpoints: prompt_cache_breakpoint {mode: "explicit"}, for
+//     OpenAI models that support explicit breakpoints (gpt-5.6 and later).
+//   - CacheControl (Chat Completions): Anthropic's cache_control {type:
+//     "ephemeral"}, injected into the final request body because the SDK
+//     has no such field, for gateways that forward it to Claude
+//     (OpenRouter). Pair it with DeveloperAsUser: Claude has one system
+//     prompt, and a gateway may fold developer and system messages found
+//     anywhere into it, which would move the cached prefix every turn.
+//
+// Neither is sent when anchoring is disabled (no breakpoints).
+//
+// # Cache figures
+//
+// The prompt count includes the cached tokens: ReadTokens = cached_tokens,
+// WriteTokens = cache_write_tokens where the server reports it (else 0),
+// UncachedTokens = prompt - read - write. Reported is false when the usage
+// has no prompt_tokens_details.cached_tokens (Chat) or
+// input_tokens_details.cached_tokens (Responses), as on servers that do
+// not cache or do not say, so the runtime can mark the provider blind.
+// FirstRound is left to the caller.
+//
+// # Errors and retries
+//
+// A failed call returns no Response and a *provider.Error: the HTTP
+// status, Retryable for 408, 429 and 5xx, timeouts and broken connections
+// or streams (x-should-retry overrides), RetryAfter from retry-after-ms or
+// retry-after. Errors inside a stream (an {"error": …} chunk, whose code
+// may be a number on gateways; response.failed; an error event) map to
+// the status their code stands for. By default the SDK does not retry
+// (Options.MaxRetries = 0); Options.Timeout bounds a call through its
+// context. A view the adapter cannot send fails with ErrInvalidRequest
+// before anything is sent.
+//
+// # Streaming
+//
+// Options.Stream sends stream=true. Chat Completions also asks for
+// stream_options.include_usage and assembles choices with the SDK's
+// accumulator and the usage from the final chunk; Responses takes the
+// whole response from its terminal event (response.completed, or
+// response.incomplete when the output cap cut it). A stream that ends
+// before that is a retryable error, never a partial answer.
+package openai

@@ -1,0 +1,267 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/provider"
+)
+
+// API picks the OpenAI endpoint a Model calls.
+type API int
+
+const (
+	// Responses is POST /responses, OpenAI's current API. The zero value.
+	Responses API = iota
+	// ChatCompletions is POST /chat/completions, the API that every
+	// OpenAI-compatible server (Ollama, vLLM, OpenRouter, LM Studio)
+	// speaks.
+	ChatCompletions
+)
+
+func (a API) String() string {
+	switch a {
+	case Responses:
+		return "responses"
+	case ChatCompletions:
+		return "chat-completions"
+	}
+	return fmt.Sprintf("API(%d)", int(a))
+}
+
+// DeveloperMode says how developer messages travel.
+type DeveloperMode int
+
+const (
+	// DeveloperNative sends role "developer", as OpenAI's models expect.
+	// The zero value.
+	DeveloperNative DeveloperMode = iota
+	// DeveloperAsSystem sends role "system", for servers whose chat
+	// templates know no developer role but accept system messages
+	// anywhere.
+	DeveloperAsSystem
+	// DeveloperAsUser sends developer messages after the system prompt as
+	// user messages wrapped in <system-reminder>…</system-reminder>, for
+	// templates that accept a system message only at the start (those of
+	// the system band stay system messages).
+	DeveloperAsUser
+)
+
+// Options configure a Model. Only Model is required.
+type Options struct {
+	// Model is the model name, e.g. "gpt-5-mini", or the compatible
+	// server's name for its model ("llama3.2" on Ollama). Required.
+	Model string
+	// API is the endpoint: Responses (the zero value) or ChatCompletions.
+	API API
+	// APIKey authenticates the requests. Empty means OPENAI_API_KEY, read
+	// by the SDK. Local servers usually need none.
+	APIKey string
+	// BaseURL points the client at an OpenAI-compatible server, e.g.
+	// "http://localhost:11434/v1" for Ollama, "http://localhost:8000/v1"
+	// for vLLM, "https://openrouter.ai/api/v1". Empty means
+	// OPENAI_BASE_URL, else the OpenAI API.
+	BaseURL string
+	// MaxOutputTokens is used when a Request sets none; zero leaves the
+	// cap to the server.
+	MaxOutputTokens int
+	// MaxRetries is how often the SDK itself retries a failed request
+	// (429, 5xx, connection errors), honouring retry-after. Zero means no
+	// SDK retries: the failure comes back at once as a *provider.Error
+	// with its retry advice, and the caller decides.
+	MaxRetries int
+	// Timeout bounds one Respond call, retries included, through its
+	// context. Zero means only the caller's context bounds it.
+	Timeout time.Duration
+	// Stream sends stream=true and assembles the answer and its usage
+	// from the server-sent events (Chat Completions asks for the usage
+	// chunk with stream_options.include_usage).
+	Stream bool
+	// Developer says how developer messages travel; see DeveloperMode.
+	Developer DeveloperMode
+	// LegacyMaxTokens sends the output cap as max_tokens instead of
+	// max_completion_tokens (Chat Completions), for servers that only
+	// know the old field.
+	LegacyMaxTokens bool
+	// ExplicitBreakpoints marks the view's breakpoints with OpenAI's
+	// prompt_cache_breakpoint {mode: "explicit"} on the last input text
+	// at or before each breakpoint's item. OpenAI caches automatically;
+	// models from gpt-5.6 on also match a cached prefix only at a
+	// breakpoint, so marking the ends of the system prompt, anchor band
+	// and history keeps them reusable while the live band changes.
+	// Older models may reject the field: off by default.
+	ExplicitBreakpoints bool
+	// CacheControl adds Anthropic's cache_control {type: "ephemeral"} to
+	// the content part at each breakpoint (Chat Completions only),
+	// injected into the final request body because the SDK has no such
+	// field. For gateways that forward it to Claude, such as OpenRouter;
+	// OpenAI itself would reject it.
+	CacheControl bool
+	// NoCacheKey leaves prompt_cache_key out, for servers that reject
+	// unknown fields. By default the thread id is sent as the key, so a
+	// thread's requests are routed to the same cache.
+	NoCacheKey bool
+	// HTTPClient replaces the SDK's HTTP client.
+	HTTPClient *http.Client
+	// RequestOptions are appended to the adapter's SDK options (extra
+	// headers such as OpenRouter's HTTP-Referer, middleware).
+	RequestOptions []option.RequestOption
+}
+
+// Model is a provider.Model for the OpenAI Responses or Chat Completions
+// API and the servers compatible with them. It is safe for concurrent
+// use.
+type Model struct {
+	client sdk.Client
+	opts   Options
+}
+
+var _ provider.Model = (*Model)(nil)
+
+// New validates opts and returns a Model. Invalid options fail with an
+// *OptionError naming the field.
+func New(opts Options) (*Model, error) {
+	opts.Model = strings.TrimSpace(opts.Model)
+	switch {
+	case opts.Model == "":
+		return nil, &OptionError{Field: "Model", Reason: `required: the model name, e.g. "gpt-5-mini"`}
+	case opts.API != Responses && opts.API != ChatCompletions:
+		return nil, &OptionError{Field: "API", Reason: fmt.Sprintf("unknown API %d", int(opts.API))}
+	case opts.Developer < DeveloperNative || opts.Developer > DeveloperAsUser:
+		return nil, &OptionError{Field: "Developer", Reason: fmt.Sprintf("unknown mode %d", int(opts.Developer))}
+	case opts.MaxOutputTokens < 0:
+		return nil, &OptionError{Field: "MaxOutputTokens", Reason: "must not be negative"}
+	case opts.MaxRetries < 0:
+		return nil, &OptionError{Field: "MaxRetries", Reason: "must not be negative"}
+	case opts.Timeout < 0:
+		return nil, &OptionError{Field: "Timeout", Reason: "must not be negative"}
+	case opts.CacheControl && opts.API != ChatCompletions:
+		return nil, &OptionError{Field: "CacheControl", Reason: "only Chat Completions carries cache_control (set API: ChatCompletions)"}
+	case opts.LegacyMaxTokens && opts.API != ChatCompletions:
+		return nil, &OptionError{Field: "LegacyMaxTokens", Reason: "only Chat Completions has max_tokens"}
+	}
+	ro := []option.RequestOption{option.WithMaxRetries(opts.MaxRetries)}
+	if opts.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	}
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	ro = append(ro, opts.RequestOptions...)
+	return &Model{client: sdk.NewClient(ro...), opts: opts}, nil
+}
+
+// Respond sends one request built from req.View and returns the model's
+// items and cache figures. It records nothing; on failure it returns a
+// *provider.Error and no items.
+func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Response, error) {
+	if req.View == nil {
+		return nil, fmt.Errorf("%w: no view", ErrInvalidRequest)
+	}
+	maxTokens := req.MaxOutputTokens
+	if maxTokens <= 0 {
+		maxTokens = m.opts.MaxOutputTokens
+	}
+	names, err := newToolNames(req.View.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if m.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.opts.Timeout)
+		defer cancel()
+	}
+	var resp *provider.Response
+	if m.opts.API == ChatCompletions {
+		resp, err = m.respondChat(ctx, req, maxTokens, names)
+	} else {
+		resp, err = m.respondResponses(ctx, req, maxTokens, names)
+	}
+	if err != nil {
+		return nil, toError(ctx, err)
+	}
+	return resp, nil
+}
+
+// reminder wraps developer text that travels as a user message.
+func reminder(text string) string {
+	return "<system-reminder>\n" + text + "\n</system-reminder>"
+}
+
+// roleOf is the wire role of a message item in band b.
+func (m *Model) roleOf(b core.Band, it core.Item) (role string, wrap bool) {
+	switch it.Role {
+	case core.RoleUser, core.RoleAssistant:
+		return string(it.Role), false
+	case core.RoleSystem:
+		if b == core.BandSystem {
+			return "system", false
+		}
+	}
+	// Developer messages anywhere, system messages outside the system
+	// band.
+	switch {
+	case m.opts.Developer == DeveloperAsSystem:
+		return "system", false
+	case m.opts.Developer == DeveloperAsUser && b == core.BandSystem:
+		return "system", false
+	case m.opts.Developer == DeveloperAsUser:
+		return "user", true
+	case it.Role == core.RoleSystem:
+		return "system", false
+	}
+	return "developer", false
+}
+
+// breakpointSet returns the indexes of the items a breakpoint follows,
+// only in the bands that may carry one and at most four.
+func breakpointSet(v *core.View) map[int]bool {
+	marks := map[int]bool{}
+	for _, bp := range v.Breakpoints {
+		if len(marks) == 4 {
+			break
+		}
+		switch bp.Band {
+		case core.BandSystem, core.BandAnchor, core.BandHistory:
+			marks[bp.Index] = true
+		}
+	}
+	return marks
+}
+
+// schemaObject decodes a tool's parameters, keeping numbers as written.
+func schemaObject(t core.FunctionSpec) (map[string]any, error) {
+	raw := bytes.TrimSpace(t.Parameters)
+	if len(raw) == 0 {
+		raw = []byte(`{"type":"object"}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var schema map[string]any
+	if err := dec.Decode(&schema); err != nil || schema == nil {
+		return nil, fmt.Errorf("%w: tool %q: parameters are not a JSON schema object", ErrInvalidRequest, t.Name)
+	}
+	return schema, nil
+}
+
+// cacheReport reads OpenAI-style usage: the prompt count includes the
+// cached tokens (and the tokens written to the cache, where reported).
+func cacheReport(prompt, cached, written int64, reported bool) core.CacheReport {
+	if !reported {
+		return core.CacheReport{UncachedTokens: int(prompt)}
+	}
+	return core.CacheReport{Reported: true, ReadTokens: int(cached), WriteTokens: int(written),
+		UncachedTokens: int(max(0, prompt-cached-written))}
+}

@@ -1,0 +1,391 @@
+package openai_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratamem/strata/cachesim"
+	"github.com/stratamem/strata/tokens"
+)
+
+// fakeOpenAI is an httptest server speaking OpenAI's wire formats: POST
+// /chat/completions and POST /responses, as JSON or server-sent events.
+// Its usage figures come from cachesim's model of OpenAI's automatic
+// prefix cache fed with the request body's tools and messages (keyed by
+// model and prompt_cache_key), so a repeated prefix of 1024+ tokens is
+// read back and an expired one misses.
+type fakeOpenAI struct {
+	t   *testing.T
+	srv *httptest.Server
+	sim *cachesim.OpenAI
+
+	mu     sync.Mutex
+	now    time.Time
+	bodies [][]byte
+	paths  []string
+	header []http.Header
+	// reply answers request n; nil answers "ok".
+	reply func(n int, body map[string]any) fakeReply
+	// fail, when it returns a status, answers request n with that error.
+	fail func(n int) (status int, header http.Header, body string)
+	// omitDetails leaves prompt_tokens_details / input_tokens_details out
+	// of usage, as some compatible servers do.
+	omitDetails bool
+	delay       time.Duration
+}
+
+type fakeReply struct {
+	text  string
+	calls []fakeCall
+	// streamErr ends a stream with an error after the first delta.
+	streamErr bool
+	// cut ends a stream before its terminal event.
+	cut bool
+}
+
+type fakeCall struct{ id, name, args string }
+
+func newFakeOpenAI(t *testing.T) *fakeOpenAI {
+	t.Helper()
+	sim, err := cachesim.NewOpenAI(cachesim.OpenAIOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeOpenAI{t: t, sim: sim, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeOpenAI) advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+func (f *fakeOpenAI) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+func (f *fakeOpenAI) body(n int) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bodies[n]
+}
+
+func (f *fakeOpenAI) headers(n int) http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.header[n]
+}
+
+func (f *fakeOpenAI) path(n int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paths[n]
+}
+
+func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.bodies = append(f.bodies, raw)
+	f.paths = append(f.paths, r.URL.Path)
+	f.header = append(f.header, r.Header.Clone())
+	f.now = f.now.Add(time.Second)
+	at := f.now
+	fail, reply, delay, omit := f.fail, f.reply, f.delay, f.omitDetails
+	f.mu.Unlock()
+
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	chat := r.URL.Path == "/chat/completions"
+	if !chat && r.URL.Path != "/responses" {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown path "+r.URL.Path)
+		return
+	}
+	if fail != nil {
+		if status, h, msg := fail(n); status != 0 {
+			for k, v := range h {
+				w.Header()[k] = v
+			}
+			typ := "server_error"
+			switch {
+			case status == 429:
+				typ = "rate_limit_exceeded"
+			case status < 500:
+				typ = "invalid_request_error"
+			}
+			writeError(w, status, typ, msg)
+			return
+		}
+	}
+	var req map[string]any
+	if err := json.Unmarshal(raw, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "body is not JSON")
+		return
+	}
+	model, _ := req["model"].(string)
+	key, _ := req["prompt_cache_key"].(string)
+	blocks := simBlocks(req, chat)
+	if len(blocks) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "no input")
+		return
+	}
+	usage, err := f.sim.Send(cachesim.Request{At: at, Model: model + "|" + key, Blocks: blocks})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	rep := fakeReply{text: "ok"}
+	if reply != nil {
+		rep = reply(n, req)
+	}
+	prompt := usage.ReadTokens + usage.UncachedTokens
+	out := 1 + len(rep.text)/4
+	for _, c := range rep.calls {
+		out += 1 + len(c.args)/4
+	}
+	stream, _ := req["stream"].(bool)
+	if chat {
+		u := map[string]any{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
+			"completion_tokens_details": map[string]any{"reasoning_tokens": 0}}
+		if !omit {
+			u["prompt_tokens_details"] = map[string]any{"cached_tokens": usage.ReadTokens, "audio_tokens": 0}
+		}
+		if stream {
+			opts, _ := req["stream_options"].(map[string]any)
+			if opts["include_usage"] != true {
+				u = nil
+			}
+			writeChatStream(w, n, model, rep, u)
+			return
+		}
+		writeJSON(w, chatCompletion(n, model, rep, u))
+		return
+	}
+	u := map[string]any{"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out,
+		"output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	if !omit {
+		u["input_tokens_details"] = map[string]any{"cached_tokens": usage.ReadTokens}
+	}
+	if stream {
+		writeResponsesStream(w, n, model, rep, u)
+		return
+	}
+	writeJSON(w, response(n, model, rep, u, "completed"))
+}
+
+func chatCompletion(n int, model string, rep fakeReply, usage map[string]any) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	if rep.text != "" {
+		msg["content"] = rep.text
+	}
+	finish := "stop"
+	if len(rep.calls) > 0 {
+		var calls []any
+		for _, c := range rep.calls {
+			calls = append(calls, map[string]any{"id": c.id, "type": "function", "function": map[string]any{"name": c.name, "arguments": c.args}})
+		}
+		msg["tool_calls"] = calls
+		finish = "tool_calls"
+	}
+	out := map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1767323045, "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}}
+	if usage != nil {
+		out["usage"] = usage
+	}
+	return out
+}
+
+func writeChatStream(w http.ResponseWriter, n int, model string, rep fakeReply, usage map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	id := fmt.Sprintf("chatcmpl-%d", n)
+	send := func(v any) {
+		raw, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", raw)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1767323045, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, piece := range split(rep.text) {
+		send(chunk(map[string]any{"content": piece}, nil))
+		if rep.streamErr {
+			// A gateway's mid-stream failure (OpenRouter's shape).
+			send(map[string]any{"error": map[string]any{"message": "upstream overloaded", "code": 502}})
+			return
+		}
+	}
+	for k, c := range rep.calls {
+		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": k, "id": c.id, "type": "function",
+			"function": map[string]any{"name": c.name, "arguments": ""}}}}, nil))
+		for _, piece := range split(c.args) {
+			send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": k, "function": map[string]any{"arguments": piece}}}}, nil))
+		}
+	}
+	if rep.cut {
+		return
+	}
+	finish := "stop"
+	if len(rep.calls) > 0 {
+		finish = "tool_calls"
+	}
+	send(chunk(map[string]any{}, finish))
+	if usage != nil {
+		send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1767323045, "model": model,
+			"choices": []any{}, "usage": usage})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func response(n int, model string, rep fakeReply, usage map[string]any, status string) map[string]any {
+	var output []any
+	if rep.text != "" {
+		output = append(output, map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", n), "status": "completed", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": rep.text, "annotations": []any{}}}})
+	}
+	for k, c := range rep.calls {
+		output = append(output, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", n, k), "call_id": c.id,
+			"name": c.name, "arguments": c.args, "status": "completed"})
+	}
+	out := map[string]any{"id": fmt.Sprintf("resp_%d", n), "object": "response", "created_at": 1767323045, "status": status,
+		"model": model, "output": output, "error": nil, "incomplete_details": nil, "parallel_tool_calls": true, "tools": []any{}}
+	if usage != nil {
+		out["usage"] = usage
+	}
+	return out
+}
+
+func writeResponsesStream(w http.ResponseWriter, n int, model string, rep fakeReply, usage map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	seq := 0
+	send := func(event string, v map[string]any) {
+		v["type"] = event
+		v["sequence_number"] = seq
+		seq++
+		raw, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, raw)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	send("response.created", map[string]any{"response": response(n, model, fakeReply{}, nil, "in_progress")})
+	if rep.text != "" {
+		item := map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", n), "status": "in_progress", "role": "assistant", "content": []any{}}
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+		for _, piece := range split(rep.text) {
+			send("response.output_text.delta", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": piece})
+			if rep.streamErr {
+				failed := response(n, model, fakeReply{}, nil, "failed")
+				failed["error"] = map[string]any{"code": "server_error", "message": "The server had an error processing the request."}
+				send("response.failed", map[string]any{"response": failed})
+				return
+			}
+		}
+	}
+	for k, c := range rep.calls {
+		send("response.function_call_arguments.delta", map[string]any{"item_id": fmt.Sprintf("fc_%d_%d", n, k), "output_index": k + 1, "delta": c.args})
+	}
+	if rep.cut {
+		return
+	}
+	send("response.completed", map[string]any{"response": response(n, model, rep, usage, "completed")})
+}
+
+func split(s string) []string {
+	if len(s) < 3 {
+		return []string{s}
+	}
+	a, b := len(s)/3, 2*len(s)/3
+	return []string{s[:a], s[a:b], s[b:]}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}})
+}
+
+var estimate = tokens.Estimate()
+
+// simBlocks is the request as the cache sees it: the tools, then every
+// message or input item, each without its cache markers (they mark a
+// block and are not part of its content).
+func simBlocks(req map[string]any, chat bool) []cachesim.Block {
+	var blocks []cachesim.Block
+	add := func(v any) {
+		strip(v)
+		raw, _ := json.Marshal(v)
+		blocks = append(blocks, cachesim.TextBlock(string(raw), max(1, estimate.Count(string(raw)))))
+	}
+	if tools, ok := req["tools"].([]any); ok {
+		for _, t := range tools {
+			add(t)
+		}
+	}
+	key := "input"
+	if chat {
+		key = "messages"
+	}
+	if items, ok := req[key].([]any); ok {
+		for _, it := range items {
+			add(it)
+		}
+	}
+	return blocks
+}
+
+func strip(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, "cache_control")
+		delete(x, "prompt_cache_breakpoint")
+		for _, e := range x {
+			strip(e)
+		}
+	case []any:
+		for _, e := range x {
+			strip(e)
+		}
+	}
+}
+
+func indent(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, raw)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
