@@ -25,7 +25,7 @@
 //			break
 //		}
 //		for _, call := range calls {
-//			out, _ := sess.CallFunction(ctx, call)
+//			out, _ := sess.ExecuteTool(ctx, call)
 //			_ = sess.Append(ctx, out)
 //		}
 //	}
