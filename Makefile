@@ -3,10 +3,10 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall vet fmt
+.PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall bench-quality vet fmt
 
 ## demo: run the example agent offline on the embedded default
-demo:
+demo: model
 	$(GO) run ./examples/demo
 
 ## test: install and start what the tests need, run them under -race, stop
@@ -30,6 +30,18 @@ unit:
 ## bench: micro-benchmarks of assembly, tokens and stores
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./projector/ ./core/ ./tokens/
+
+## bench-cache: the cache-stability benchmark (benchmarks/results/cache-stability.*)
+bench-cache:
+	$(GO) run ./benchmarks/cmd/cachebench -out benchmarks/results
+
+## bench-recall: vector backends' recall, latency and ingest (needs root for the engine)
+bench-recall: model
+	bash scripts/pg.sh with $(GO) run ./benchmarks/cmd/recallbench -out benchmarks/results
+
+## bench-quality: retrieval quality of semantic recall and the temporal ledger
+bench-quality: model
+	$(GO) run ./benchmarks/cmd/recallquality -out benchmarks/results
 
 vet:
 	$(GO) vet ./...

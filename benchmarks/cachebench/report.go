@@ -118,6 +118,9 @@ Strategies:
   once as a context-updates message at the end of history (kept in the conversation, so cached from then on), history
   truncated in steps of a quarter of the budget so its front holds still, breakpoints from View.Breakpoints (end of
   system, which covers the tools; end of anchor band; end of history).
+- **anchored+sliding-history**: anchored with CacheConfig.HistoryStep < 0: once history overflows its budget it is cut one
+  item at a time, a window that slides every turn, so the front of history moves and all of it is billed again on every
+  request. Compare with anchored (cut in steps of a quarter of the budget) and anchored+history-cap (layers/history).
 - **anchored+trailing-updates**: anchored with CacheConfig.TrailingUpdates, the reference design's literal behaviour:
   one context-updates message after the live band restating every drifted anchor on every request of an epoch
   (re-sent uncached each time). Shown for comparison, not a target.

@@ -25,6 +25,11 @@ const (
 	// AnchoredHistoryCap is Anchored with the history layer's watermark cap
 	// (layers/history), when this build has it.
 	AnchoredHistoryCap Strategy = "anchored+history-cap"
+	// AnchoredSliding is Anchored with history truncated one item at a
+	// time (core.CacheConfig.HistoryStep < 0): the sliding window whose
+	// front moves every turn once history overflows, against which the
+	// stepped default and the history cap are measured.
+	AnchoredSliding Strategy = "anchored+sliding-history"
 	// AnchoredTrailing is Anchored with core.CacheConfig.TrailingUpdates:
 	// the reference design's one context-updates message after the live
 	// band, restated on every request of an epoch. Shown for comparison.
@@ -63,13 +68,13 @@ const (
 
 // AllStrategies lists the strategies in report order.
 func AllStrategies() []Strategy {
-	return []Strategy{Anchored, AnchoredHistoryCap, AnchoredTrailing, SingleBand, SingleBandBreakpoints, AllInSystem, Optimum}
+	return []Strategy{Anchored, AnchoredHistoryCap, AnchoredSliding, AnchoredTrailing, SingleBand, SingleBandBreakpoints, AllInSystem, Optimum}
 }
 
 // anchored reports whether s runs strata's anchoring (and so takes the
 // provider's cache reports and the view's breakpoints).
 func anchored(s Strategy) bool {
-	return s == Anchored || s == AnchoredHistoryCap || s == AnchoredTrailing
+	return s == Anchored || s == AnchoredHistoryCap || s == AnchoredSliding || s == AnchoredTrailing
 }
 
 // AllProviders lists the providers in report order.
@@ -286,7 +291,7 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 		if !anchored(s) {
 			continue
 		}
-		if s == AnchoredHistoryCap && bud.policy == nil {
+		if (s == AnchoredHistoryCap || s == AnchoredSliding) && bud.policy == nil {
 			// Without a budget history never overflows: nothing to cap.
 			continue
 		}
@@ -390,6 +395,9 @@ func newRuntime(sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strate
 	}
 	cfg.Cache.Disabled = !anchored(s)
 	cfg.Cache.TrailingUpdates = s == AnchoredTrailing
+	if s == AnchoredSliding {
+		cfg.Cache.HistoryStep = -1
+	}
 	rt, err := core.NewRuntime(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cachebench: runtime: %w", err)
@@ -735,7 +743,7 @@ func buildRequest(s Strategy, view *core.View, tools []Block, memo *blockMemo, s
 			}
 		}
 		switch s {
-		case Anchored, AnchoredHistoryCap, AnchoredTrailing:
+		case Anchored, AnchoredHistoryCap, AnchoredSliding, AnchoredTrailing:
 			for _, bp := range view.Breakpoints {
 				mark(len(tools) + bp.Index)
 			}
