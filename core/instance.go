@@ -32,6 +32,8 @@ type LayerSpec struct {
 	Functions []FunctionSpec
 	// Hooks lists the hooks the layer implements, e.g. "recall".
 	Hooks []string
+	// CallNames are the plain function-call names its Store hook applies.
+	CallNames []string
 }
 
 // FunctionSpec describes a provided function to the model.
@@ -129,6 +131,7 @@ func (l Layer[S]) Spec() LayerSpec {
 	spec := LayerSpec{
 		ID: l.ID, Name: l.Name, Slot: l.Slot, Scope: l.Scope, Budget: l.Budget,
 		Placement: l.Placement, Timeouts: l.Timeouts, OnInitError: l.OnInitError, RecallMode: l.RecallMode,
+		CallNames: append([]string(nil), l.CallNames...),
 	}
 	if spec.Scope == "" {
 		spec.Scope = ScopeThread

@@ -114,6 +114,12 @@ type Layer[S any] struct {
 	// Functions are offered to the model as tools named "ID/Name"; calls
 	// to them are routed back to the layer.
 	Functions []Function[S]
+	// CallNames are plain function-call names the layer applies in its
+	// Store hook (the spec's function-call state pattern: no tool schema
+	// is offered, the system prompt tells the model to call them). Such a
+	// call is applied when Record logs it; Session.ExecuteTool then only
+	// answers it, so the provider still gets an output for the call.
+	CallNames []string
 	// Merge resolves a compare-and-swap conflict when the runtime persists
 	// state that another run changed meanwhile: it gets the stored state
 	// and this run's state and returns the state to write. Without it a

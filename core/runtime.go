@@ -111,6 +111,7 @@ type Runtime struct {
 	tools      []FunctionSpec // provided functions and tools, sorted by name
 	toolByName map[string]Tool
 	layerIndex map[string]int
+	callNames  map[string]int // plain function-call name -> layer index
 	ownedStore bool
 }
 
@@ -118,7 +119,7 @@ type Runtime struct {
 // fails here with a *ConfigError naming the field.
 func NewRuntime(cfg Config) (*Runtime, error) {
 	rt := &Runtime{cfg: cfg, logger: cfg.Logger, store: cfg.Store, functions: map[string]int{},
-		toolByName: map[string]Tool{}, layerIndex: map[string]int{}}
+		toolByName: map[string]Tool{}, layerIndex: map[string]int{}, callNames: map[string]int{}}
 	if rt.logger == nil {
 		rt.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -176,6 +177,13 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		spec := l.Spec()
 		rt.specs = append(rt.specs, spec)
 		rt.layerIndex[spec.ID] = k
+		for _, name := range spec.CallNames {
+			if prev, dup := rt.callNames[name]; dup {
+				return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "CallNames",
+					Reason: fmt.Sprintf("call name %q is also applied by layer %q", name, rt.specs[prev].ID)}
+			}
+			rt.callNames[name] = k
+		}
 		for _, f := range spec.Functions {
 			name := spec.ID + "/" + f.Name
 			if _, dup := rt.functions[name]; dup {
@@ -196,6 +204,9 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		spec := t.Spec()
 		if _, dup := rt.toolByName[spec.Name]; dup {
 			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q declared twice", spec.Name)}
+		}
+		if _, clash := rt.callNames[spec.Name]; clash {
+			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q clashes with a layer's call name", spec.Name)}
 		}
 		if _, clash := rt.functions[spec.Name]; clash {
 			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q clashes with a provided function", spec.Name)}

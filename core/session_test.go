@@ -518,3 +518,24 @@ func TestRecordAssemblies(t *testing.T) {
 		t.Fatal("reserved id accepted")
 	}
 }
+
+func TestPlainCallNamesAreAnswered(t *testing.T) {
+	ctx := context.Background()
+	layer := notesLayer("notes", core.ScopeExecution, nil, nil)
+	layer.CallNames = []string{"note"}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	call := core.FunctionCall("c1", "note", `{"text":"x"}`)
+	_ = s.Record(ctx, call)
+	out, err := s.ExecuteTool(ctx, call)
+	if err != nil || out.Output != "ok: applied by notes" {
+		t.Fatalf("out = %+v, err = %v", out, err)
+	}
+	other := core.Layer[int]{ID: "other", Scope: core.ScopeExecution, CallNames: []string{"note"}}
+	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer, other}}); err == nil {
+		t.Fatal("two layers applying one call name accepted")
+	}
+}

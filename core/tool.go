@@ -276,6 +276,10 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 	if s.IsFunction(call.Name) {
 		return s.CallFunction(ctx, call)
 	}
+	if k, ok := s.rt.callNames[call.Name]; ok && !s.states[k].disabled {
+		// Applied by the layer's Store hook when Record logged it.
+		return FunctionCallOutput(call.CallID, fmt.Sprintf("ok: applied by %s", s.insts[k].spec().ID)), nil
+	}
 	tool, ok := s.rt.toolByName[call.Name]
 	if !ok {
 		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown tool %q", call.Name)),

@@ -31,13 +31,21 @@
 // of range) are rejected whole with a *core.ArgumentError whose message
 // says what to fix; nothing is written.
 //
-// A call is applied once, by call id, whichever path sees it first: with
-// the usual loop the store hook applies "entity/update" when the call is
-// recorded and the routed call answers with the same result (or the
-// rejection, so the model learns what to fix). A call recorded together
-// with its function_call_output (answered by the host) is not applied by
-// the store hook. Options.FunctionOnly leaves the provided function as the
-// only write path.
+// Each call has one write path. "entity/update" is applied only when the
+// host routes it (Session.ExecuteTool or Session.CallFunction), which the
+// usual loop does after the steering layers' BeforeToolCall: a layer that
+// denies the call leaves the entities unchanged, and the routed call's
+// output is the result of applying it ("ok: recorded 2 entities: ...") or
+// the rejection. Recording the call (Session.Record) does not apply it,
+// since the store hook runs before anyone is asked. The plain
+// "updateEntities" is the spec's pseudo-tool: it is not offered as a tool,
+// so the store hook is its only path and applies it when it is recorded
+// (unless it was recorded with its function_call_output, i.e. the host
+// answered it); being applied before BeforeToolCall, it cannot be denied.
+// Options.FunctionOnly turns it off, leaving the routed function as the
+// only, steerable, write path. Either way a call id is applied at most
+// once per session: a replay is answered with the first application's
+// output and writes nothing.
 //
 // # Storage
 //

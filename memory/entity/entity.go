@@ -26,7 +26,7 @@ const (
 	// function is then "entity/update".
 	DefaultID = "entity"
 	// DefaultCallName is the spec's plain function-call name the store
-	// hook applies.
+	// hook applies (it is not offered as a tool).
 	DefaultCallName = "updateEntities"
 	// KindEntity is the record kind of an entity.
 	KindEntity = "entity"
@@ -113,7 +113,8 @@ type key struct {
 // core.State[entity.State](session, id).
 type State struct {
 	entities map[key]Entity
-	// applied maps call ids applied in this session to their output.
+	// applied maps call ids applied in this session to their output, so
+	// a replayed call id is answered, not applied again.
 	applied map[string]string
 	// rendered caches the rendering of these entities: a state is never
 	// modified (every write makes a new one), so an unchanged turn costs
@@ -165,11 +166,15 @@ type Options struct {
 	// Tokenizer counts the rendering to fit the budget; nil means
 	// tokens.Estimate(). Give it the runtime's tokenizer for exact fits.
 	Tokenizer tokens.Tokenizer
-	// CallName is the plain function-call name the store hook applies,
-	// besides "<ID>/update"; "" means DefaultCallName.
+	// CallName is the spec's plain function-call name (a pseudo-tool: no
+	// schema is offered for it) that the store hook applies when the
+	// model writes it; "" means DefaultCallName. It is never the provided
+	// function "<ID>/update", which only the routed call applies.
 	CallName string
-	// FunctionOnly makes the provided function the only write path: the
-	// store hook then applies no calls.
+	// FunctionOnly turns the plain CallName path off, leaving the routed
+	// provided function as the only write path, so that every write
+	// passes the host's BeforeToolCall (a plain call is applied when it
+	// is recorded, which no steering layer can veto).
 	FunctionOnly bool
 	// MaxEntities bounds the entities of one scope; past it the lowest
 	// ranked (priority, mentions, last update) are deleted. 0 means
@@ -178,8 +183,8 @@ type Options struct {
 	// MaxNotes bounds the notes of one entity; the oldest go first. 0
 	// means DefaultMaxNotes.
 	MaxNotes int
-	// Logger receives calls the store hook rejected alongside calls it
-	// applied (a lone rejection is a runtime diagnostic). Nil discards.
+	// Logger receives plain calls the store hook rejected alongside calls
+	// it applied (a lone rejection is a runtime diagnostic). Nil discards.
 	Logger *slog.Logger
 }
 
@@ -279,11 +284,14 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 			return &st, nil
 		},
 	}
+	var callNames []string
 	if !opts.FunctionOnly {
 		hooks.Store = l.storeHook
+		callNames = []string{opts.CallName}
 	}
 	return core.Layer[State]{
-		ID: opts.ID, Name: "Entities", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
+		CallNames: callNames,
+		ID:        opts.ID, Name: "Entities", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
 		Placement: core.PlacementAuto,
 		Hooks:     hooks,
 		Functions: []core.Function[State]{{
@@ -313,8 +321,9 @@ var parametersSchema = []byte(`{"type":"object","properties":{"entities":{"type"
 	`"priority":{"type":"integer","minimum":0,"maximum":10,"description":"Optional importance; higher is kept first when space is short."}` +
 	`},"required":["name","type"],"additionalProperties":false}}},"required":["entities"],"additionalProperties":false}`)
 
-// callOnce applies call unless this session applied it already, in which
-// case it answers with the first application's output.
+// callOnce applies call unless this session applied its call id already
+// (a replay), in which case it answers with the first application's output
+// and changes nothing.
 func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
 	if out, ok := st.applied[call.CallID]; ok && call.CallID != "" {
 		return nil, out, nil
@@ -346,9 +355,11 @@ func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 	return &next, out, nil
 }
 
-// storeHook applies the update calls the model wrote: the spec's plain
-// "updateEntities" and "<id>/update" recorded by a host that does not route
-// it.
+// storeHook applies the spec's plain "updateEntities" calls (CallName) the
+// model wrote. It leaves "<id>/update" alone: a provided function is applied
+// only when the host routes it, after the steering layers' BeforeToolCall,
+// so a denial holds (the store hook runs when the call is recorded, before
+// anyone is asked).
 func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
 	answered := map[string]bool{}
 	for _, it := range p.NewItems {
@@ -360,7 +371,7 @@ func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	changed := false
 	var rejected []error
 	for _, it := range p.NewItems {
-		if it.Type != core.TypeFunctionCall || (it.Name != l.fn && it.Name != l.callName) || answered[it.CallID] {
+		if it.Type != core.TypeFunctionCall || it.Name != l.callName || answered[it.CallID] {
 			continue
 		}
 		next, _, err := l.callOnce(ctx, p.Run, st, it)

@@ -170,20 +170,43 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 	if got := rendered(t, s); got != "<known_entities>\n- Acme (organization): makes anvils\n</known_entities>" {
 		t.Fatalf("rendered %q", got)
 	}
+	// Replaying the plain call's id applies nothing.
+	if err := s.Record(ctx, core.FunctionCall("c1", "updateEntities",
+		`{"entities": [{"name": "Acme", "type": "organization", "note": "replayed"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if acme, _ := state(t, s).Get("acme", entity.Organization); acme.Mentions != 1 || len(acme.Notes) != 1 {
+		t.Fatalf("replayed plain call applied: %+v", acme)
+	}
 
-	// The provided function's call, recorded then routed: one mention.
+	// The provided function's call: recording it applies nothing, routing
+	// it applies it and answers with the result.
 	c := update("c2", `{"entities": [{"name": "acme", "type": "organization", "note": "based in Phoenix"}]}`)
 	if err := s.Record(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	if acme, _ := state(t, s).Get("acme", entity.Organization); acme.Mentions != 1 || len(acme.Notes) != 1 {
+		t.Fatalf("Record applied the provided function's call: %+v", acme)
+	}
 	clock.Advance(time.Hour)
-	out, err := s.CallFunction(ctx, c)
-	if err != nil || out.Output != "ok: recorded 1 entity: Acme (organization); 1 entity remembered." {
-		t.Fatalf("routed output %q %v", out.Output, err)
+	want := "ok: recorded 1 entity: Acme (organization); 1 entity remembered."
+	out, err := s.ExecuteTool(ctx, c)
+	if err != nil || out.Output != want || out.CallID != "c2" {
+		t.Fatalf("routed output %+v %v", out, err)
 	}
 	acme, _ := state(t, s).Get("ACME", entity.Organization)
-	if acme.Mentions != 2 || !acme.Updated.Equal(t0) {
-		t.Fatalf("Acme applied twice: %+v", acme)
+	if acme.Mentions != 2 || !acme.Updated.Equal(t0.Add(time.Hour)) ||
+		!reflect.DeepEqual(acme.Notes, []string{"makes anvils", "based in Phoenix"}) {
+		t.Fatalf("Acme after the routed call: %+v", acme)
+	}
+	// A replay of the routed call gets the first output and writes nothing.
+	clock.Advance(time.Hour)
+	out, err = s.CallFunction(ctx, c)
+	if err != nil || out.Output != want {
+		t.Fatalf("replayed output %q %v", out.Output, err)
+	}
+	if again, _ := state(t, s).Get("acme", entity.Organization); !reflect.DeepEqual(again, acme) {
+		t.Fatalf("replay applied: %+v", again)
 	}
 
 	// Recorded with its output: answered by the host, not applied.
@@ -204,11 +227,86 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 		t.Fatalf("diagnostics %+v", d)
 	}
 
-	// FunctionOnly: nothing applied from the log.
+	// FunctionOnly: the plain call is not applied; the routed one is.
 	f := start(t, newLayer(t, store, entity.Options{FunctionOnly: true}), "thread-2")
-	_ = f.Record(ctx, core.FunctionCall("c1", "updateEntities", `{"entities": [{"name": "Acme", "type": "organization"}]}`), update("c2", `{"entities": [{"name": "Acme", "type": "organization"}]}`))
+	routed := update("c2", `{"entities": [{"name": "Initech", "type": "organization"}]}`)
+	if err := f.Record(ctx, core.FunctionCall("c1", "updateEntities", `{"entities": [{"name": "Acme", "type": "organization"}]}`), routed); err != nil {
+		t.Fatal(err)
+	}
 	if state(t, f).Len() != 0 {
 		t.Fatal("FunctionOnly applied calls from the log")
+	}
+	if out, err := f.ExecuteTool(ctx, routed); err != nil || out.Output != "ok: recorded 1 entity: Initech (organization, new); 1 entity remembered." {
+		t.Fatalf("FunctionOnly routed output %q %v", out.Output, err)
+	}
+}
+
+// steering is a steering-style layer that denies every call naming
+// "Globex", as a policy layer would.
+func steering() core.Layer[struct{}] {
+	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
+		Hooks: core.Hooks[struct{}]{
+			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+				if strings.Contains(p.Call.Arguments, "Globex") {
+					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "Globex is off limits"}, nil
+				}
+				return core.ToolDecision[struct{}]{}, nil
+			},
+		}}
+}
+
+// The usual host loop: Record the model's items, ask BeforeToolCall, then
+// ExecuteTool what is allowed. A denied call leaves no trace in memory.
+func TestSteeringDenialLeavesEntitiesUnchanged(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), newLayer(t, store, entity.Options{})},
+		Cache: core.CacheConfig{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(c core.Item) core.Item {
+		t.Helper()
+		if err := s.Record(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.BeforeToolCall(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			return d.Output
+		}
+		out, err := s.ExecuteTool(ctx, d.Call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	denied := update("c1", `{"entities": [{"name": "Globex", "type": "organization", "note": "a rival"}]}`)
+	out := turn(denied)
+	if out.Output != "Call to entity/update denied by policy: Globex is off limits" {
+		t.Fatalf("denied output %q", out.Output)
+	}
+	if n := state(t, s).Len(); n != 0 {
+		t.Fatalf("denied call applied: %d entities", n)
+	}
+	if n := len(records(t, store, vectorstore.Filter{Layer: "entity"})); n != 0 {
+		t.Fatalf("denied call wrote %d records", n)
+	}
+	if got := rendered(t, s); got != "" {
+		t.Fatalf("denied call rendered %q", got)
+	}
+	out = turn(update("c2", `{"entities": [{"name": "Initech", "type": "organization"}]}`))
+	if out.Output != "ok: recorded 1 entity: Initech (organization, new); 1 entity remembered." {
+		t.Fatalf("allowed output %q", out.Output)
+	}
+	if _, ok := state(t, s).Get("Globex", entity.Organization); ok || state(t, s).Len() != 1 {
+		t.Fatalf("entities %+v", state(t, s).Entities())
 	}
 }
 

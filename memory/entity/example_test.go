@@ -14,9 +14,10 @@ import (
 	"github.com/stratamem/strata/vectorstore/chromem"
 )
 
-// The model records entities with the spec's updateEntities call (or the
-// provided entity/update function); they merge by name and type and are
-// shown on the next turn.
+// The model records entities with the provided entity/update function,
+// which the host routes after asking the steering layers, or with the
+// spec's plain updateEntities call, which the store hook applies when it is
+// recorded. Entities merge by name and type and are shown on the next turn.
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "entity-example")
@@ -46,17 +47,26 @@ func Example() {
 		log.Fatal(err)
 	}
 	_ = sess.Append(ctx, core.UserMessage("Who designed the Analytical Engine?"))
-	// What the model wrote: two calls naming Babbage, spelled differently.
-	_ = sess.Record(ctx,
-		core.FunctionCall("c1", "updateEntities", `{"entities": [
-			{"name": "Charles Babbage", "type": "person", "notes": "designed the Analytical Engine"},
-			{"name": "Analytical Engine", "type": "concept", "notes": ["a mechanical general-purpose computer"]}]}`),
-		core.FunctionCall("c2", "updateEntities", `{"entities": [
-			{"name": "charles  BABBAGE", "type": "person", "notes": ["Designed the Analytical Engine.", "born 1791"]}]}`))
+	// What the model wrote: a call to the provided function, and the
+	// spec's plain call naming Babbage again, spelled differently.
+	call := core.FunctionCall("c1", "entity/update", `{"entities": [
+		{"name": "Charles Babbage", "type": "person", "notes": "designed the Analytical Engine"},
+		{"name": "Analytical Engine", "type": "concept", "notes": ["a mechanical general-purpose computer"]}]}`)
+	_ = sess.Record(ctx, call) // logs it; the provided function is not applied yet
+	// The host asks the steering layers, then routes what they allow.
+	if d, err := sess.BeforeToolCall(ctx, call); err == nil && d.Allowed {
+		out, _ := sess.ExecuteTool(ctx, d.Call)
+		fmt.Println(out.Output)
+		_ = sess.Append(ctx, out)
+	}
+	// The plain call is the spec's pseudo-tool: applied as it is recorded.
+	_ = sess.Record(ctx, core.FunctionCall("c2", "updateEntities", `{"entities": [
+		{"name": "charles  BABBAGE", "type": "person", "notes": ["Designed the Analytical Engine.", "born 1791"]}]}`))
 
 	view, _ := sess.Assemble(ctx)
 	fmt.Println(view.Band(core.BandAnchor)[0].Text())
 	// Output:
+	// ok: recorded 2 entities: Charles Babbage (person, new), Analytical Engine (concept, new); 2 entities remembered.
 	// <known_entities>
 	// - Analytical Engine (concept): a mechanical general-purpose computer
 	// - Charles Babbage (person): designed the Analytical Engine; born 1791

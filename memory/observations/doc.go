@@ -17,14 +17,22 @@
 // interface is one method) for real extraction, or set DisableExtraction.
 //
 // The model writes too, through the provided function
-// "observations/record" {observations: [{text, importance 1-5}]}. Route it
-// with Session.CallFunction; the store hook also applies a record call it
-// finds among the new items (the spec's function-call state), and the
-// call id is remembered in the layer state so a call seen both ways is
-// applied once. Bad arguments (invalid JSON, wrong types, missing or
-// unknown fields, empty or over-long texts, importance outside 1..5, more
-// than 100 observations, more than 256 KiB) are rejected with a
-// *core.ArgumentError the model reads, and nothing is written.
+// "observations/record" {observations: [{text, importance 1-5}]}. It is
+// applied only when the host routes the call (Session.ExecuteTool or
+// Session.CallFunction), which the usual loop does after asking the
+// steering layers (Session.BeforeToolCall), and the call's output is what
+// the write did ("Recorded 2 observation(s): 2 new, ..."). Recording the
+// call with Session.Record applies nothing, because the store hook runs
+// before anyone is asked: a steering layer that denies the call must leave
+// memory unchanged, so the store hook neither applies record calls nor
+// hands them (or their outputs) to the extractor. The call id is
+// remembered in the layer state, so a replayed call id is answered with
+// the first application's output (or, from an earlier session, a note
+// that it was applied already) and writes nothing. Bad arguments (invalid
+// JSON, wrong types, missing or unknown fields, empty or over-long texts,
+// importance outside 1..5, more than 100 observations, more than 256 KiB)
+// are rejected with a *core.ArgumentError the model reads, and nothing is
+// written.
 //
 // # Records
 //

@@ -37,16 +37,21 @@ func Example() {
 	_ = sess.Append(ctx, core.UserMessage("I'm allergic to peanuts. What can I bake?"))
 	call := core.FunctionCall("call-1", "observations/record",
 		`{"observations": [{"text": "User wants to bake for a birthday on Saturday", "importance": 3}]}`)
-	_ = sess.Record(ctx, call) // the model's answer: a record call
-	out, _ := sess.CallFunction(ctx, call)
-	fmt.Println(out.Output)
+	_ = sess.Record(ctx, call) // the model's answer: logged, not applied yet
+	// The host asks the steering layers, then routes the call: the write
+	// happens here, and the output says what it did.
+	if d, err := sess.BeforeToolCall(ctx, call); err == nil && d.Allowed {
+		out, _ := sess.ExecuteTool(ctx, d.Call)
+		fmt.Println(out.Output)
+		_ = sess.Append(ctx, out)
+	}
 
 	view, _ := sess.Assemble(ctx)
 	for _, it := range view.Band(core.BandLive) {
 		fmt.Println(it.Text())
 	}
 	// Output:
-	// Already recorded: this call was applied when it was logged.
+	// Recorded 1 observation(s): 1 new, 0 merged into existing ones, 0 already known.
 	// <observations>
 	// Observed in this conversation, most important first. [n] is importance (5 = must not forget); the date is when it was last observed.
 	// - [5] User is allergic to peanuts (2026-11-30)

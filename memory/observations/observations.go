@@ -205,11 +205,14 @@ func (l *Layer) FunctionName() string { return l.fn }
 // the store, mirrored in memory for rendering.
 type State struct {
 	// Applied lists the call ids of record calls already applied, newest
-	// last, so a call seen both by the store hook and by CallFunction is
-	// applied once.
+	// last (at most 256), so a replayed call id is answered, not applied
+	// again, in this session or a later one.
 	Applied []string `json:"applied,omitempty"`
 
 	m *mirror
+	// outputs holds the output of each call applied in this session, by
+	// call id, so a replay gets the same answer. Not persisted.
+	outputs map[string]string
 }
 
 // Observations returns the session's observations in render order
@@ -223,11 +226,30 @@ func (s State) Observations() []Observation {
 
 func (s State) applied(callID string) bool { return slices.Contains(s.Applied, callID) }
 
-func (s State) withApplied(callID string) *State {
+// replayOutput answers a replayed call id: the first application's output
+// when this session applied it, else a note that it was applied before.
+func (s State) replayOutput(callID string) string {
+	if out, ok := s.outputs[callID]; ok {
+		return out
+	}
+	return fmt.Sprintf("Already applied: call %s was applied in an earlier session; nothing was written again.", callID)
+}
+
+func (s State) withApplied(callID, output string) *State {
 	next := s
 	next.Applied = append(slices.Clone(s.Applied), callID)
+	// A new map: states are values, and an older one may still be read.
+	next.outputs = make(map[string]string, len(s.outputs)+1)
+	for id, out := range s.outputs {
+		next.outputs[id] = out
+	}
+	next.outputs[callID] = output
 	if len(next.Applied) > maxApplied {
+		drop := next.Applied[:len(next.Applied)-maxApplied]
 		next.Applied = next.Applied[len(next.Applied)-maxApplied:]
+		for _, id := range drop {
+			delete(next.outputs, id)
+		}
 	}
 	return &next
 }
@@ -443,31 +465,23 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	scope := l.scopeOf(p.Run)
 	base := len(p.History) - len(p.NewItems)
 	var next *State
-	cur := p.State
-	cur.m = m
-	// The function-call pattern: a record call the model wrote is applied
-	// here even when the host never routes it through CallFunction.
-	// Arguments that do not validate are left for CallFunction, which
-	// tells the model what was wrong.
-	for _, it := range p.NewItems {
-		if it.Type != core.TypeFunctionCall || it.Name != l.fn || cur.applied(it.CallID) {
-			continue
-		}
-		cands, err := l.parseRecord(it.Arguments, []string{callSourceID(p.Run, it)})
-		if err != nil {
-			continue
-		}
-		if _, err := l.apply(ctx, scope, cands, m); err != nil {
-			return next, err
-		}
-		next = cur.withApplied(it.CallID)
-		cur = *next
+	if p.State.m == nil {
+		// A state set from outside (core.SetState): keep the mirror just
+		// loaded, which the extractor's writes below go to.
+		st := p.State
+		st.m = m
+		next = &st
 	}
+	// No function-call application here: "<id>/record" is applied only
+	// when the host routes it (CallFunction), after the steering layers'
+	// BeforeToolCall, so a denial holds. This hook runs when the call is
+	// recorded, before anyone is asked.
 	if l.opts.Extractor == nil {
 		return next, nil
 	}
 	// The extractor sees the new items except this layer's own calls and
-	// their outputs, which the lines above already applied.
+	// their outputs: the routed call writes those, and a denied one must
+	// not be written at all.
 	var items []core.Item
 	var idx []int
 	ownCalls := map[string]bool{}
@@ -568,7 +582,7 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], va
 		return core.FunctionResult[State]{}, err
 	}
 	if p.Call.CallID != "" && p.State.applied(p.Call.CallID) {
-		return core.FunctionResult[State]{Output: "Already recorded: this call was applied when it was logged."}, nil
+		return core.FunctionResult[State]{Output: p.State.replayOutput(p.Call.CallID)}, nil
 	}
 	cands, err := l.parseRecord(p.Arguments, []string{callSourceID(p.Run, p.Call)})
 	if err != nil {
@@ -586,7 +600,7 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], va
 	st.m = m
 	next := &st
 	if p.Call.CallID != "" {
-		next = st.withApplied(p.Call.CallID)
+		next = st.withApplied(p.Call.CallID, res.String())
 	}
 	return core.FunctionResult[State]{Output: res.String(), State: next}, nil
 }

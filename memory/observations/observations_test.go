@@ -172,29 +172,41 @@ func TestRecordFunction(t *testing.T) {
 		{Text: "The user prefers metric units", Importance: 4},
 		{Text: "The user's project is due on Friday"},
 	}})
-	// The host records the model's call, then routes it: the store hook
-	// applies it on Record, CallFunction sees it was applied.
+	// The host records the model's call, which writes nothing, then routes
+	// it: the write happens there and the output says what it did.
 	if err := s.Record(ctx, call); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.CallFunction(ctx, call)
-	if err != nil {
-		t.Fatal(err)
+	if n := len(listAll(t, store)); n != 0 {
+		t.Fatalf("Record applied the call: %d records", n)
 	}
-	if !strings.Contains(out.Output, "Already recorded") {
-		t.Errorf("second application not recognised: %q", out.Output)
+	want := "Recorded 2 observation(s): 2 new, 0 merged into existing ones, 0 already known."
+	out, err := s.ExecuteTool(ctx, call)
+	if err != nil || out.Output != want || out.CallID != "call-1" {
+		t.Fatalf("routed output %+v %v", out, err)
+	}
+	if err := s.Append(ctx, out); err != nil {
+		t.Fatal(err)
 	}
 	got := block(t, s, "observations")
 	if !strings.Contains(got, "- [4] The user prefers metric units (2026-11-30)") || !strings.Contains(got, "- [3] The user's project is due on Friday") {
 		t.Fatalf("recall:\n%s", got)
 	}
+	// A replay of the call id is answered with the first output and
+	// writes nothing.
+	clock.Advance(time.Hour)
+	out, err = s.CallFunction(ctx, call)
+	if err != nil || out.Output != want {
+		t.Fatalf("replay output %q %v", out.Output, err)
+	}
 	for _, r := range listAll(t, store) {
-		if r.Metadata[observations.MetaMentions] != "1" || r.Metadata[observations.MetaSources] != `["run-thread-1:call:call-1"]` || r.Metadata[observations.MetaOrigin] != observations.OriginFunction {
-			t.Errorf("applied twice or wrong source: %v", r.Metadata)
+		if r.Metadata[observations.MetaMentions] != "1" || r.Metadata[observations.MetaSources] != `["run-thread-1:call:call-1"]` ||
+			r.Metadata[observations.MetaOrigin] != observations.OriginFunction || !r.CreatedAt.Equal(t0) {
+			t.Errorf("applied twice or wrong source: %+v", r)
 		}
 	}
 
-	// The other order: CallFunction first, then the host records the call.
+	// Routed first, then recorded with its output: applied once.
 	call2 := recordCall("call-2", map[string]any{"observations": []obsArg{{Text: "The user has a cat named Miso", Importance: 2}}})
 	out, err = s.CallFunction(ctx, call2)
 	if err != nil || !strings.Contains(out.Output, "1 new") {
@@ -209,6 +221,77 @@ func TestRecordFunction(t *testing.T) {
 	st, _ := core.State[observations.State](s, "observations")
 	if !slices.Equal(st.Applied, []string{"call-1", "call-2"}) {
 		t.Errorf("applied: %v", st.Applied)
+	}
+}
+
+// steering is a steering-style layer that denies every call mentioning
+// "password", as a policy layer would.
+func steering() core.Layer[struct{}] {
+	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
+		Hooks: core.Hooks[struct{}]{
+			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+				if strings.Contains(p.Call.Arguments, "password") {
+					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "no credentials in memory"}, nil
+				}
+				return core.ToolDecision[struct{}]{}, nil
+			},
+		}}
+}
+
+// The usual host loop: Record the model's items, ask BeforeToolCall, then
+// ExecuteTool what is allowed. A denied record call leaves no observation,
+// neither from the call nor from the extractor reading it.
+func TestSteeringDenialLeavesObservationsUnchanged(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), newLayer(t, store, observations.Options{}).Layer()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Start(ctx, core.RunOptions{RunID: "run-th", ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(c core.Item) core.Item {
+		t.Helper()
+		if err := s.Record(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.BeforeToolCall(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := d.Output
+		if d.Allowed {
+			if out, err = s.ExecuteTool(ctx, d.Call); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Append(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	out := turn(recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User's password is hunter2", Importance: 5}}}))
+	if out.Output != "Call to observations/record denied by policy: no credentials in memory" {
+		t.Fatalf("denied output %q", out.Output)
+	}
+	if recs := listAll(t, store); len(recs) != 0 {
+		t.Fatalf("denied call wrote %+v", recs)
+	}
+	if got := block(t, s, "observations"); got != "" {
+		t.Fatalf("denied call rendered %q", got)
+	}
+	st, _ := core.State[observations.State](s, "observations")
+	if len(st.Applied) != 0 || len(st.Observations()) != 0 {
+		t.Fatalf("state after the denied call: %+v", st)
+	}
+	out = turn(recordCall("c2", map[string]any{"observations": []obsArg{{Text: "User prefers aisle seats"}}}))
+	if out.Output != "Recorded 1 observation(s): 1 new, 0 merged into existing ones, 0 already known." {
+		t.Fatalf("allowed output %q", out.Output)
+	}
+	if got := block(t, s, "observations"); strings.Contains(got, "hunter2") || !strings.Contains(got, "User prefers aisle seats") {
+		t.Fatalf("rendered %q", got)
 	}
 }
 
@@ -256,7 +339,7 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 			if !strings.HasPrefix(out.Output, "error: ") || !strings.Contains(out.Output, c.want) {
 				t.Errorf("output %q, want an error containing %q", trunc(out.Output), c.want)
 			}
-			// The store hook path must not apply it either.
+			// Recording it must not apply it either.
 			if err := s.Record(ctx, call); err != nil && !errors.Is(err, core.ErrInvalidItem) {
 				t.Fatal(err)
 			}
@@ -598,7 +681,7 @@ func TestSurvivesReopen(t *testing.T) {
 	}
 	// The applied call ids survived too: a replayed call is not applied again.
 	out, err := s2.CallFunction(ctx, call)
-	if err != nil || !strings.Contains(out.Output, "Already recorded") {
+	if err != nil || out.Output != "Already applied: call call-9 was applied in an earlier session; nothing was written again." {
 		t.Fatalf("replayed call: %v %q", err, out.Output)
 	}
 }
@@ -708,8 +791,15 @@ func TestCustomExtractor(t *testing.T) {
 	if r := got["User asked about flights"]; r.Metadata[observations.MetaSources] != `["run-th:0","run-th:1"]` {
 		t.Errorf("observation without From: %+v", r.Metadata)
 	}
-	if _, ok := got["User wants a window seat"]; !ok || len(got) != 3 {
+	// Recording the record call did not apply it; routing it does.
+	if _, ok := got["User wants a window seat"]; ok || len(got) != 2 {
 		t.Errorf("records: %v", got)
+	}
+	if out, err := s.ExecuteTool(ctx, call); err != nil || !strings.Contains(out.Output, "1 new") {
+		t.Fatalf("routed call: %v %q", err, out.Output)
+	}
+	if n := len(listAll(t, store)); n != 3 {
+		t.Errorf("%d records after the routed call, want 3", n)
 	}
 
 	// A failing extractor is a diagnostic; nothing is written.

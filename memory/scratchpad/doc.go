@@ -15,18 +15,17 @@
 // grown past Options.MaxKeys) are rejected with a *core.ArgumentError whose
 // message tells the model what to fix; the notes are left unchanged.
 //
-// The spec's function-call state pattern is supported too: the layer's store
-// hook finds "scratchpad/update" calls among the items the model wrote and
-// applies them, for hosts that record the call but do not route it. A call is
-// applied exactly once, by call id, whichever path sees it first. With the
-// usual loop (Session.Record the model's items, then Session.CallFunction
-// for each call) the store hook applies it and the provided function answers
-// the model with the same result; when the store hook rejected the call the
-// provided function rejects it again, so its message still reaches the
-// model. A call whose function_call_output was recorded with it (the host
-// answered it itself, e.g. a denial) is not applied. Set
-// Options.FunctionOnly to make the provided function the only write path,
-// e.g. so a BeforeToolCall denial of a scratchpad write holds.
+// The write happens when the host routes the call (Session.ExecuteTool or
+// Session.CallFunction), which the usual loop does after asking the
+// steering layers (Session.BeforeToolCall), and only then: recording the
+// call with Session.Record does not apply it, so a layer that denies a
+// scratchpad write leaves the notes unchanged. The routed call's output is
+// the result of the write ("ok: set \"plan\"; the scratchpad holds 1
+// key.") or the rejection. The spec's function-call state pattern (a store
+// hook applying a plain, unoffered call name) has no name here: the
+// scratchpad's only write path is its provided function, so every write
+// can be steered. A call id is applied at most once per session: a replay
+// is answered with the first application's output and writes nothing.
 //
 // # Storage
 //

@@ -46,11 +46,20 @@ func Example() {
 	}
 	_ = sess.Append(ctx, core.UserMessage("Migrate the database tonight."))
 
-	// The model calls the provided function; the host records and routes
-	// the call, and records the output.
+	// The model calls the provided function. The host records the call
+	// (which writes nothing yet), asks the steering layers, routes the
+	// call if they allow it (the write happens here) and records the
+	// output.
 	call := core.FunctionCall("call-1", "scratchpad/update", `{"set": {"plan": "dump, then restore", "window": "22:00-23:00"}}`)
 	_ = sess.Record(ctx, call)
-	out, _ := sess.CallFunction(ctx, call)
+	decision, err := sess.BeforeToolCall(ctx, call)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out := decision.Output // the denial, if a layer denied the call
+	if decision.Allowed {
+		out, _ = sess.ExecuteTool(ctx, decision.Call)
+	}
 	_ = sess.Append(ctx, out)
 	fmt.Println(out.Output)
 

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,12 +61,6 @@ type Options struct {
 	// MaxKeys bounds the keys one scope holds; an update that would grow
 	// past it is rejected. 0 means DefaultMaxKeys.
 	MaxKeys int
-	// FunctionOnly makes the provided function the only write path: the
-	// store hook then ignores "scratchpad/update" calls in the log.
-	FunctionOnly bool
-	// Logger receives calls the store hook rejected alongside calls it
-	// applied (a lone rejection is a runtime diagnostic). Nil discards.
-	Logger *slog.Logger
 }
 
 // State is the layer's state: an in-memory mirror of the scope's notes,
@@ -78,8 +70,7 @@ type Options struct {
 type State struct {
 	notes map[string]note
 	// applied maps the call ids applied in this session to their output,
-	// so a call seen by both the store hook and the provided function is
-	// applied once.
+	// so a replayed call id is answered, not applied again.
 	applied map[string]string
 	// rendered caches the rendering of these notes: a state is never
 	// modified (every write makes a new one), so an unchanged turn costs
@@ -140,7 +131,6 @@ type layer struct {
 	store   *memory.Store
 	tk      tokens.Tokenizer
 	maxKeys int
-	logger  *slog.Logger
 }
 
 // New returns the scratchpad layer writing its notes to store. Invalid
@@ -184,12 +174,9 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 		opts.MaxKeys = DefaultMaxKeys
 	}
 	l := &layer{id: opts.ID, fn: opts.ID + "/update", scope: opts.Scope, store: store,
-		tk: opts.Tokenizer, maxKeys: opts.MaxKeys, logger: opts.Logger}
+		tk: opts.Tokenizer, maxKeys: opts.MaxKeys}
 	if l.tk == nil {
 		l.tk = tokens.Estimate()
-	}
-	if l.logger == nil {
-		l.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	hooks := core.Hooks[State]{
 		Init: func(ctx context.Context, p core.InitParams) (State, error) {
@@ -213,9 +200,10 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 			return &st, nil
 		},
 	}
-	if !opts.FunctionOnly {
-		hooks.Store = l.storeHook
-	}
+	// No Store hook: "<id>/update" is applied only when the host routes
+	// it, after the steering layers' BeforeToolCall, so a denial holds. A
+	// store hook would run when the call is recorded, before anyone is
+	// asked.
 	return core.Layer[State]{
 		ID: opts.ID, Name: "Scratchpad", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
 		Placement: core.PlacementAuto,
@@ -243,9 +231,9 @@ var parametersSchema = []byte(`{"type":"object","properties":{` +
 	`"delete":{"type":"array","description":"Keys to delete.","items":{"type":"string"}}` +
 	`},"additionalProperties":false}`)
 
-// callOnce applies call unless this session applied it already, in which
-// case it answers with the first application's output. next is nil when
-// nothing changed.
+// callOnce applies call unless this session applied its call id already
+// (a replay), in which case it answers with the first application's output
+// and changes nothing. next is nil when nothing changed.
 func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
 	if out, ok := st.applied[call.CallID]; ok && call.CallID != "" {
 		return nil, out, nil
@@ -267,40 +255,6 @@ func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 		next.applied = applied
 	}
 	return &next, out, nil
-}
-
-// storeHook applies the "scratchpad/update" calls the model wrote, for
-// hosts that record them without routing them through CallFunction.
-func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
-	answered := map[string]bool{}
-	for _, it := range p.NewItems {
-		if it.Type == core.TypeFunctionCallOutput {
-			answered[it.CallID] = true
-		}
-	}
-	st := p.State
-	changed := false
-	var rejected []error
-	for _, it := range p.NewItems {
-		if it.Type != core.TypeFunctionCall || it.Name != l.fn || answered[it.CallID] {
-			continue
-		}
-		next, _, err := l.callOnce(ctx, p.Run, st, it)
-		if err != nil {
-			rejected = append(rejected, fmt.Errorf("call %s: %w", it.CallID, err))
-			continue
-		}
-		if next != nil {
-			st, changed = *next, true
-		}
-	}
-	if !changed {
-		return nil, errors.Join(rejected...)
-	}
-	for _, err := range rejected {
-		l.logger.Warn("scratchpad: store hook rejected a call", "layer", l.id, "err", err)
-	}
-	return &st, nil
 }
 
 // scopeOf returns the record scope, the scope key used in record ids, and

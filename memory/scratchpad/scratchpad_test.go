@@ -154,70 +154,62 @@ func TestUpdateRendersAndPersistsRecords(t *testing.T) {
 	}
 }
 
-func TestCallAppliedOnceAcrossBothPaths(t *testing.T) {
+func TestRoutedCallIsTheOnlyWritePath(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
 	s := start(t, newLayer(t, store, scratchpad.Options{}), "thread-1")
 
-	// The usual loop: record the model's call (the store hook applies it),
-	// then route it (the function answers without applying again).
+	// Recording the model's call applies nothing: a steering layer has not
+	// been asked yet.
 	c := call("c1", `{"set": {"step": "one"}}`)
 	if err := s.Record(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if got := snapshot(t, s); got["step"] != "one" {
-		t.Fatalf("store hook did not apply: %v", got)
+	if got := snapshot(t, s); len(got) != 0 {
+		t.Fatalf("Record applied the call: %v", got)
 	}
+	if n := countNotes(t, store); n != 0 {
+		t.Fatalf("Record wrote %d records", n)
+	}
+	// Routing it applies it and answers with the result.
 	clock.Advance(time.Hour)
-	out, err := s.CallFunction(ctx, c)
-	if err != nil || out.Output != `ok: set "step"; the scratchpad holds 1 key.` {
-		t.Fatalf("routed output %q, %v", out.Output, err)
+	want := `ok: set "step"; the scratchpad holds 1 key.`
+	out, err := s.ExecuteTool(ctx, c)
+	if err != nil || out.Output != want || out.CallID != "c1" {
+		t.Fatalf("routed output %+v, %v", out, err)
 	}
-	st, _ := core.State[scratchpad.State](s, "scratchpad")
-	if u, _ := st.Updated("step"); !u.Equal(t0) {
-		t.Fatalf("applied twice: updated at %v", u)
-	}
-	rec, _, err := store.Records.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Layer: "scratchpad"}})
-	if err != nil || len(rec) != 1 || !rec[0].CreatedAt.Equal(t0) {
-		t.Fatalf("records %v %v", rec, err)
+	if got := snapshot(t, s); got["step"] != "one" {
+		t.Fatalf("routed call not applied: %v", got)
 	}
 	if err := s.Append(ctx, out); err != nil {
 		t.Fatal(err)
 	}
-
-	// The other order: routed first, then recorded with its output.
-	c2 := call("c2", `{"set": {"step": "two"}}`)
-	if _, err := s.CallFunction(ctx, c2); err != nil {
-		t.Fatal(err)
-	}
+	// A replay of the call id gets the first output and writes nothing.
 	clock.Advance(time.Hour)
-	if err := s.Record(ctx, c2); err != nil {
-		t.Fatal(err)
+	out, err = s.CallFunction(ctx, call("c1", `{"set": {"step": "replayed"}}`))
+	if err != nil || out.Output != want {
+		t.Fatalf("replayed output %q, %v", out.Output, err)
 	}
-	st, _ = core.State[scratchpad.State](s, "scratchpad")
+	st, _ := core.State[scratchpad.State](s, "scratchpad")
+	if v, _ := st.Get("step"); v != "one" {
+		t.Fatalf("replay applied: step = %q", v)
+	}
 	if u, _ := st.Updated("step"); !u.Equal(t0.Add(time.Hour)) {
-		t.Fatalf("c2 applied at %v, want once at %v", u, t0.Add(time.Hour))
+		t.Fatalf("replay rewrote the key at %v", u)
+	}
+	rec, _, err := store.Records.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Layer: "scratchpad"}})
+	if err != nil || len(rec) != 1 || !rec[0].CreatedAt.Equal(t0.Add(time.Hour)) || rec[0].Text != "step: one" {
+		t.Fatalf("records %v %v", rec, err)
 	}
 
-	// A call recorded with an output the host wrote itself (a denial) is
-	// not applied.
-	c3 := call("c3", `{"set": {"step": "three"}}`)
-	if err := s.Record(ctx, c3, core.FunctionCallOutput("c3", "denied by policy")); err != nil {
-		t.Fatal(err)
-	}
-	if got := snapshot(t, s)["step"]; got != "two" {
-		t.Fatalf("answered call applied: step = %q", got)
-	}
-
-	// A rejected call: the store hook leaves a diagnostic, the routed call
-	// gives the model the reason.
+	// A rejected call: recording it leaves no diagnostic (nothing ran),
+	// routing it gives the model the reason.
 	bad := call("c4", `{"set": {"step": 4}}`)
 	if err := s.Record(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	diags := s.Diagnostics()
-	if len(diags) == 0 || diags[len(diags)-1].Hook != "store" || !strings.Contains(diags[len(diags)-1].Message, "must be a string") {
+	if diags := s.Diagnostics(); len(diags) != 0 {
 		t.Fatalf("diagnostics %+v", diags)
 	}
 	out, err = s.CallFunction(ctx, bad)
@@ -226,33 +218,69 @@ func TestCallAppliedOnceAcrossBothPaths(t *testing.T) {
 	}
 }
 
-func TestStoreHookAloneAndFunctionOnly(t *testing.T) {
+// steering is a steering-style layer that denies every call touching the
+// "secret" key, as a policy layer would.
+func steering() core.Layer[struct{}] {
+	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
+		Hooks: core.Hooks[struct{}]{
+			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+				if strings.Contains(p.Call.Arguments, "secret") {
+					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "no secrets in notes"}, nil
+				}
+				return core.ToolDecision[struct{}]{}, nil
+			},
+		}}
+}
+
+// The usual host loop: Record the model's items, ask BeforeToolCall, then
+// ExecuteTool what is allowed. A denied write leaves the notes unchanged.
+func TestSteeringDenialLeavesNotesUnchanged(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-
-	// A host that records the call and never routes it.
-	s := start(t, newLayer(t, store, scratchpad.Options{}), "thread-1")
-	if err := s.Record(ctx, call("c1", `{"set": {"a": "1"}}`), call("c2", `{"set": {"b": "2"}, "delete": ["a"]}`)); err != nil {
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), newLayer(t, store, scratchpad.Options{})},
+		Cache: core.CacheConfig{Disabled: true}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rendered(t, s); got != "<scratchpad>\n\"b\": \"2\"\n</scratchpad>" {
+	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(c core.Item) core.Item {
+		t.Helper()
+		if err := s.Record(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.BeforeToolCall(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := d.Output
+		if d.Allowed {
+			if out, err = s.ExecuteTool(ctx, d.Call); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Append(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := turn(call("c1", `{"set": {"plan": "ship it"}}`)); out.Output != `ok: set "plan"; the scratchpad holds 1 key.` {
+		t.Fatalf("allowed output %q", out.Output)
+	}
+	out := turn(call("c2", `{"set": {"secret": "hunter2"}, "delete": ["plan"]}`))
+	if out.Output != "Call to scratchpad/update denied by policy: no secrets in notes" {
+		t.Fatalf("denied output %q", out.Output)
+	}
+	if got := snapshot(t, s); !reflect.DeepEqual(got, map[string]string{"plan": "ship it"}) {
+		t.Fatalf("denied call changed the notes: %v", got)
+	}
+	if n := countNotes(t, store); n != 1 {
+		t.Fatalf("%d records after the denied call, want 1", n)
+	}
+	if got := rendered(t, s); got != "<scratchpad>\n\"plan\": \"ship it\"\n</scratchpad>" {
 		t.Fatalf("rendered %q", got)
-	}
-
-	// FunctionOnly: the store hook ignores the call; routing applies it.
-	f := start(t, newLayer(t, store, scratchpad.Options{FunctionOnly: true}), "thread-2")
-	c := call("c1", `{"set": {"x": "y"}}`)
-	if err := f.Record(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	if got := snapshot(t, f); len(got) != 0 {
-		t.Fatalf("FunctionOnly store hook applied: %v", got)
-	}
-	if _, err := f.CallFunction(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	if got := snapshot(t, f); got["x"] != "y" {
-		t.Fatalf("routed call not applied: %v", got)
 	}
 }
 
@@ -474,6 +502,14 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 					for i := 0; i < 10; i++ {
 						c := core.FunctionCall(fmt.Sprint(who, i), l.ID+"/update", fmt.Sprintf(`{"set": {"%s-%d": "secret of %s"}}`, who, i, who))
 						if err := s.Record(ctx, c); err != nil {
+							errs <- err
+							return
+						}
+						out, err := s.ExecuteTool(ctx, c)
+						if err == nil {
+							err = s.Append(ctx, out)
+						}
+						if err != nil {
 							errs <- err
 							return
 						}

@@ -13,12 +13,19 @@
 // # Writing facts
 //
 // The model writes through the provided function "temporal/record"
-// {facts: [{subject, predicate, value, when?}]}; route it with
-// Session.CallFunction. The store hook also applies a record call it
-// finds among the new items (the spec's function-call state); the call id
-// is remembered in the layer state so either order applies it once. An
-// optional Extractor reads the conversation after each model call;
-// Patterns is an offline, pattern-based one (a few first-person
+// {facts: [{subject, predicate, value, when?}]}. It is applied only when
+// the host routes the call (Session.ExecuteTool or Session.CallFunction),
+// which the usual loop does after asking the steering layers
+// (Session.BeforeToolCall), and the call's output is what the write did
+// ("Recorded 2 fact(s): ..."). Recording the call with Session.Record
+// applies nothing, because the store hook runs before anyone is asked: a
+// steering layer that denies the call must leave the ledger unchanged, so
+// the store hook neither applies record calls nor hands them to the
+// extractor. The call id is remembered in the layer state, so a replayed
+// call id is answered with the first application's output (or, from an
+// earlier session, a note that it was applied already) and writes
+// nothing. An optional Extractor reads the conversation after each model
+// call; Patterns is an offline, pattern-based one (a few first-person
 // statements such as "I moved to Berlin last Friday"), honest about being
 // nothing more. Layer.Record is the Go API over the same path. Bad
 // arguments (invalid JSON, wrong types, missing or unknown fields, empty
@@ -27,8 +34,8 @@
 // tells the model what was wrong, and nothing is written.
 //
 // "when" is resolved by ParseWhen against the message's timestamp: the
-// store clock (memory.Store.Now) when the item was recorded, or when the
-// function was called. "yesterday", "last Friday", "two weeks ago",
+// store clock (memory.Store.Now) when the item was recorded, or, for a
+// record call, when the host routed it. "yesterday", "last Friday", "two weeks ago",
 // "on November 20", "2026-11-20" all mean the start of that day in
 // Options.Location. A fact without when is valid from the instant it was
 // recorded.

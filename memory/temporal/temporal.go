@@ -280,11 +280,14 @@ func (l *Layer) ID() string { return l.opts.ID }
 // facts are records in the store, mirrored in memory for rendering.
 type State struct {
 	// Applied lists the call ids of record calls already applied, newest
-	// last, so a call seen both by the store hook and by CallFunction is
-	// applied once.
+	// last (at most 256), so a replayed call id is answered, not applied
+	// again, in this session or a later one.
 	Applied []string `json:"applied,omitempty"`
 
 	m *mirror
+	// outputs holds the output of each call applied in this session, by
+	// call id, so a replay gets the same answer. Not persisted.
+	outputs map[string]string
 }
 
 // Facts returns every fact of the session's scope, closed ones included,
@@ -298,11 +301,30 @@ func (s State) Facts() []Fact {
 
 func (s State) applied(callID string) bool { return slices.Contains(s.Applied, callID) }
 
-func (s State) withApplied(callID string) *State {
+// replayOutput answers a replayed call id: the first application's output
+// when this session applied it, else a note that it was applied before.
+func (s State) replayOutput(callID string) string {
+	if out, ok := s.outputs[callID]; ok {
+		return out
+	}
+	return fmt.Sprintf("Already applied: call %s was applied in an earlier session; nothing was written again.", callID)
+}
+
+func (s State) withApplied(callID, output string) *State {
 	next := s
 	next.Applied = append(slices.Clone(s.Applied), callID)
+	// A new map: states are values, and an older one may still be read.
+	next.outputs = make(map[string]string, len(s.outputs)+1)
+	for id, out := range s.outputs {
+		next.outputs[id] = out
+	}
+	next.outputs[callID] = output
 	if len(next.Applied) > maxApplied {
+		drop := next.Applied[:len(next.Applied)-maxApplied]
 		next.Applied = next.Applied[len(next.Applied)-maxApplied:]
+		for _, id := range drop {
+			delete(next.outputs, id)
+		}
 	}
 	return &next
 }
@@ -600,28 +622,22 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 		m.mu.Unlock()
 	}()
 	var next *State
-	cur := p.State
-	cur.m = m
-	// The function-call pattern: record calls among the new items are
-	// applied here too; invalid ones are left for CallFunction to reject
-	// with a message to the model.
-	for i, it := range p.NewItems {
-		if it.Type != core.TypeFunctionCall || it.Name != l.fnRec || cur.applied(it.CallID) {
-			continue
-		}
-		ins, err := l.parseRecord(it.Arguments, l.itemTime(m, ids[i]), []string{callSourceID(p.Run, it)})
-		if err != nil {
-			continue
-		}
-		if _, err := l.apply(ctx, scope, ins, m); err != nil {
-			return next, err
-		}
-		next = cur.withApplied(it.CallID)
-		cur = *next
+	if p.State.m == nil {
+		// A state set from outside (core.SetState): keep the mirror just
+		// loaded, which the extractor's writes below go to.
+		st := p.State
+		st.m = m
+		next = &st
 	}
+	// No function-call application here: "<id>/record" is applied only
+	// when the host routes it (CallFunction), after the steering layers'
+	// BeforeToolCall, so a denial holds. This hook runs when the call is
+	// recorded, before anyone is asked.
 	if l.opts.Extractor == nil {
 		return next, nil
 	}
+	// The extractor does not see this layer's own calls and their outputs:
+	// the routed call writes those, and a denied one must not be written.
 	var items []core.Item
 	var idx []int
 	own := map[string]bool{}
@@ -720,9 +736,11 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], va
 		return core.FunctionResult[State]{}, err
 	}
 	if p.Call.CallID != "" && p.State.applied(p.Call.CallID) {
-		return core.FunctionResult[State]{Output: "Already recorded: this call was applied when it was logged."}, nil
+		return core.FunctionResult[State]{Output: p.State.replayOutput(p.Call.CallID)}, nil
 	}
-	// The call happens now: the store clock is its message time.
+	// The call is applied now, when the host routes it: the store clock
+	// is its message time (in the usual loop, right after the model's
+	// answer was recorded).
 	ins, err := l.parseRecord(p.Arguments, l.store.Time(), []string{callSourceID(p.Run, p.Call)})
 	if err != nil {
 		return core.FunctionResult[State]{}, argErr(err)
@@ -737,11 +755,12 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], va
 	}
 	st := p.State
 	st.m = m
+	out := l.describe(res)
 	next := &st
 	if p.Call.CallID != "" {
-		next = st.withApplied(p.Call.CallID)
+		next = st.withApplied(p.Call.CallID, out)
 	}
-	return core.FunctionResult[State]{Output: l.describe(res), State: next}, nil
+	return core.FunctionResult[State]{Output: out, State: next}, nil
 }
 
 // AsOfInstant turns a date argument into the instant an as-of query
