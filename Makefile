@@ -41,7 +41,7 @@ bench-recall: model
 
 ## bench-quality: retrieval quality of semantic recall and the temporal ledger
 bench-quality: model
-	$(GO) run ./benchmarks/cmd/recallquality -out benchmarks/results
+	$(GO) run ./benchmarks/cmd/recallquality -out benchmarks/results/recall-quality.md
 
 vet:
 	$(GO) vet ./...

@@ -12,7 +12,9 @@ import (
 // English analysis: lower case, stopwords removed, Snowball (Porter2)
 // stems.
 type AnalyzerOptions struct {
-	// NoStemming keeps words as they are (lower-cased).
+	// NoStemming keeps words as they are (lower-cased); by default the
+	// past forms of irregular verbs are mapped to their base form and
+	// every English word is reduced to its Snowball stem.
 	NoStemming bool
 	// NoStopwords keeps stopwords as terms.
 	NoStopwords bool
@@ -56,10 +58,11 @@ var defaultAnalyzer = NewAnalyzer(AnalyzerOptions{})
 func DefaultAnalyzer() *Analyzer { return defaultAnalyzer }
 
 // Terms returns the index terms of text in order of appearance, with
-// repetitions. Words are maximal runs of letters and digits (an
-// apostrophe inside a word is dropped with what follows it, so "Anna's"
-// and "don't" give "anna" and "don"); stopwords and one-letter words are
-// removed; the rest is stemmed.
+// repetitions. Words are maximal runs of letters and digits; an
+// apostrophe inside a word is dropped with what follows it ("Anna's"
+// gives "anna"), and negated auxiliaries ("don't", "won't") are dropped
+// whole. Stopwords and one-letter words are removed; irregular past forms
+// are mapped to their base and the rest is stemmed.
 func (a *Analyzer) Terms(text string) []string {
 	var out []string
 	a.each(text, func(t string) { out = append(out, t) })
@@ -68,16 +71,19 @@ func (a *Analyzer) Terms(text string) []string {
 
 // each calls fn with every term of text.
 func (a *Analyzer) each(text string, fn func(string)) {
-	var word strings.Builder
+	var word, tail strings.Builder
 	skip := false // inside the tail of a word after an apostrophe
 	flush := func() {
-		if word.Len() == 0 {
-			skip = false
+		w := word.String()
+		// "don't", "won't", "isn't": a negated auxiliary, a function
+		// word whatever its stem ("won" is also the past of "win").
+		neg := skip && tail.String() == "t" && strings.HasSuffix(w, "n")
+		word.Reset()
+		tail.Reset()
+		skip = false
+		if w == "" || neg {
 			return
 		}
-		w := word.String()
-		word.Reset()
-		skip = false
 		if t, ok := a.term(w); ok {
 			fn(t)
 		}
@@ -87,11 +93,13 @@ func (a *Analyzer) each(text string, fn func(string)) {
 		i += size
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if !skip {
+			if skip {
+				tail.WriteRune(unicode.ToLower(r))
+			} else {
 				word.WriteRune(unicode.ToLower(r))
 			}
-		case (r == '\'' || r == '\u2019') && word.Len() > 0 && i < len(text) && startsLetter(text[i:]):
-			// "anna's", "don't", "we've": keep the stem of the word.
+		case (r == '\'' || r == '\u2019') && word.Len() > 0 && !skip && i < len(text) && startsLetter(text[i:]):
+			// "anna's", "we've": keep the word before the apostrophe.
 			skip = true
 		default:
 			flush()
@@ -113,6 +121,11 @@ func (a *Analyzer) term(w string) (string, bool) {
 	}
 	if utf8.RuneCountInString(w) < 2 && !isDigits(w) {
 		return "", false
+	}
+	if a.stem {
+		if base, ok := irregular[w]; ok {
+			w = base
+		}
 	}
 	if a.stop[w] {
 		return "", false

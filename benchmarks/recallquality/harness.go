@@ -1,0 +1,321 @@
+package recallquality
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/embed"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/semantic"
+	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/chromem"
+)
+
+// Ks are the cut-offs recall is reported at.
+var Ks = []int{5, 10}
+
+// Modes are the rankings compared.
+var Modes = []semantic.Mode{semantic.ModeDense, semantic.ModeLexical, semantic.ModeHybrid}
+
+// Resource is the resource id the corpora are recorded under.
+const Resource = "recallquality-user"
+
+// clock is the harness's settable clock: each turn is recorded at its
+// corpus time, so records carry the dates a question may ask about.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// Bench is one corpus recorded in one store with one embedder, ready to
+// be queried in any mode.
+type Bench struct {
+	Corpus *Corpus
+	Store  *memory.Store
+	// Options are the layer options the corpus was recorded with.
+	Options semantic.Options
+	col     *vectorstore.Collection
+}
+
+// Open opens a chromem collection under dir for emb and records the
+// corpus into it through the semantic layer, one core.Session per
+// corpus session: user turns are appended, assistant turns recorded as
+// the model's answer, each at its corpus time, and every session is
+// completed. opts.ID and opts.Scope are kept; the rest of opts only
+// matters for how the records are written.
+func Open(ctx context.Context, dir string, c *Corpus, emb embed.Embedder, opts semantic.Options) (*Bench, error) {
+	col, err := chromem.OpenCollection(ctx, dir, "memories", &vectorstore.Options{Dimension: emb.Dimension()})
+	if err != nil {
+		return nil, fmt.Errorf("recallquality: open collection: %w", err)
+	}
+	clk := &clock{}
+	b := &Bench{Corpus: c, Store: &memory.Store{Records: col, Embedder: emb, Now: clk.Now}, Options: opts, col: col}
+	if err := b.record(ctx, clk); err != nil {
+		_ = col.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close closes the collection.
+func (b *Bench) Close() error { return b.col.Close() }
+
+func (b *Bench) record(ctx context.Context, clk *clock) error {
+	layer, err := semantic.New(b.Store, b.Options)
+	if err != nil {
+		return err
+	}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}})
+	if err != nil {
+		return err
+	}
+	for _, sess := range b.Corpus.Sessions {
+		clk.set(sess.Start)
+		s, err := rt.Start(ctx, core.RunOptions{RunID: b.Corpus.Name + "-" + sess.ID, ThreadID: b.Corpus.Name, ResourceID: Resource})
+		if err != nil {
+			return err
+		}
+		for _, t := range sess.Turns {
+			clk.set(t.At)
+			it := core.Message(t.Role, t.Text)
+			it.ID = t.ID
+			if t.Role == core.RoleUser {
+				err = s.Append(ctx, it)
+			} else {
+				err = s.Record(ctx, it)
+			}
+			if err != nil {
+				return fmt.Errorf("recallquality: record %s: %w", t.ID, err)
+			}
+			if d := s.Diagnostics(); len(d) > 0 {
+				return fmt.Errorf("recallquality: record %s: layer diagnostic: %s %s: %s", t.ID, d[0].Hook, d[0].Kind, d[0].Message)
+			}
+		}
+		if err := s.Complete(ctx, "done"); err != nil {
+			return err
+		}
+		if d := s.Diagnostics(); len(d) > 0 {
+			return fmt.Errorf("recallquality: complete %s: layer diagnostic: %s %s: %s", sess.ID, d[0].Hook, d[0].Kind, d[0].Message)
+		}
+	}
+	return nil
+}
+
+// Result is the recall of one configuration on one corpus.
+type Result struct {
+	Corpus   string
+	Embedder string
+	Mode     semantic.Mode
+	// Recall[k] is the mean over questions of the share of evidence turns
+	// among the first k hits.
+	Recall map[int]float64
+	// ByType[type][k] is the same per question type.
+	ByType map[string]map[int]float64
+	// Shown is the share of evidence in what the layer's recall hook
+	// renders when the question is the latest user message of a new run
+	// on the thread, with the layer's defaults (the 4 best messages, each
+	// with one neighbour before and after, no budget limit).
+	Shown float64
+	// Questions is the per-question detail.
+	Questions []QuestionResult
+}
+
+// QuestionResult is one question's outcome.
+type QuestionResult struct {
+	Question Question
+	// Ranked are the item ids of the hits, best first.
+	Ranked []string
+	// Recall[k] as in Result.
+	Recall map[int]float64
+	// Shown as in Result; 0 when not measured.
+	Shown float64
+}
+
+// Evaluate asks every question of the corpus through a fresh session's
+// layer state (semantic.State.Search, the ranking recall uses) in mode,
+// with the layer options opts (their ID and scope must match those the
+// corpus was recorded with). With shown it also asks each question
+// through the recall hook (Result.Shown), which costs a session per
+// question.
+func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.Options, shown bool) (*Result, error) {
+	layer, err := semantic.New(b.Store, opts)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}})
+	if err != nil {
+		return nil, err
+	}
+	s, err := rt.Start(ctx, core.RunOptions{RunID: "questions", ThreadID: b.Corpus.Name, ResourceID: Resource})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close(ctx)
+	st, ok := core.State[semantic.State](s, layer.ID())
+	if !ok {
+		return nil, fmt.Errorf("recallquality: no state for layer %q", layer.ID())
+	}
+	if st.Len() != b.Corpus.Turns() {
+		return nil, fmt.Errorf("recallquality: layer holds %d messages, corpus has %d turns", st.Len(), b.Corpus.Turns())
+	}
+	kmax := slices.Max(Ks)
+	texts := map[string]string{} // turn id -> text
+	for _, sess := range b.Corpus.Sessions {
+		for _, t := range sess.Turns {
+			texts[t.ID] = t.Text
+		}
+	}
+	ropts := opts
+	ropts.Mode = mode
+	rlayer, err := semantic.New(b.Store, ropts)
+	if err != nil {
+		return nil, err
+	}
+	rrt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{rlayer.Layer()}})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Corpus: b.Corpus.Name, Embedder: b.Store.Embedder.Model(), Mode: mode,
+		Recall: map[int]float64{}, ByType: map[string]map[int]float64{}}
+	count := map[string]int{}
+	for _, q := range b.Corpus.Questions {
+		hits, err := st.Search(ctx, q.Text, semantic.SearchOptions{K: kmax, Mode: mode})
+		if err != nil {
+			return nil, fmt.Errorf("recallquality: question %d: %w", q.N, err)
+		}
+		qr := QuestionResult{Question: q, Recall: map[int]float64{}}
+		for _, h := range hits {
+			qr.Ranked = append(qr.Ranked, h.ItemID)
+		}
+		for _, k := range Ks {
+			qr.Recall[k] = recallAt(qr.Ranked, q.Evidence, k)
+			res.Recall[k] += qr.Recall[k]
+			if res.ByType[q.Type] == nil {
+				res.ByType[q.Type] = map[int]float64{}
+			}
+			res.ByType[q.Type][k] += qr.Recall[k]
+		}
+		if shown {
+			rendered, err := b.recall(ctx, rrt, rlayer.ID(), q)
+			if err != nil {
+				return nil, err
+			}
+			found := 0
+			for _, e := range q.Evidence {
+				if strings.Contains(rendered, ": "+texts[e]+"\n") {
+					found++
+				}
+			}
+			qr.Shown = float64(found) / float64(len(q.Evidence))
+			res.Shown += qr.Shown
+		}
+		count[q.Type]++
+		res.Questions = append(res.Questions, qr)
+	}
+	res.Shown /= float64(len(b.Corpus.Questions))
+	for _, k := range Ks {
+		res.Recall[k] /= float64(len(b.Corpus.Questions))
+		for t, n := range count {
+			res.ByType[t][k] /= float64(n)
+		}
+	}
+	return res, nil
+}
+
+// recall asks q as the latest user message of a new run on the corpus
+// thread and returns what the layer renders; the question's record is
+// deleted afterwards so it does not become evidence for the next one.
+func (b *Bench) recall(ctx context.Context, rt *core.Runtime, layerID string, q Question) (string, error) {
+	s, err := rt.Start(ctx, core.RunOptions{RunID: fmt.Sprintf("question-%d", q.N), ThreadID: b.Corpus.Name, ResourceID: Resource})
+	if err != nil {
+		return "", err
+	}
+	defer s.Close(ctx)
+	it := core.UserMessage(q.Text)
+	it.ID = fmt.Sprintf("question-%d", q.N)
+	if err := s.Append(ctx, it); err != nil {
+		return "", err
+	}
+	v, err := s.Assemble(ctx)
+	if err != nil {
+		return "", err
+	}
+	if d := s.Diagnostics(); len(d) > 0 {
+		return "", fmt.Errorf("recallquality: question %d: layer diagnostic: %s %s: %s", q.N, d[0].Hook, d[0].Kind, d[0].Message)
+	}
+	var out strings.Builder
+	for _, item := range v.Band(core.BandLive) {
+		if item.ID == layerID {
+			out.WriteString(item.Text())
+		}
+	}
+	if _, err := b.Store.Records.DeleteWhere(ctx, vectorstore.Filter{Layer: layerID, Metadata: map[string]string{semantic.MetaItemID: it.ID}}); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// recallAt is the share of evidence among the first k of ranked.
+func recallAt(ranked, evidence []string, k int) float64 {
+	if len(evidence) == 0 {
+		return 0
+	}
+	top := ranked[:min(k, len(ranked))]
+	found := 0
+	for _, e := range evidence {
+		if slices.Contains(top, e) {
+			found++
+		}
+	}
+	return float64(found) / float64(len(evidence))
+}
+
+// Pool merges results of the same embedder and mode on several corpora
+// into one, every question weighing the same.
+func Pool(name string, rs []*Result) *Result {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := &Result{Corpus: name, Embedder: rs[0].Embedder, Mode: rs[0].Mode, Recall: map[int]float64{}, ByType: map[string]map[int]float64{}}
+	count := map[string]int{}
+	for _, r := range rs {
+		out.Questions = append(out.Questions, r.Questions...)
+	}
+	for _, q := range out.Questions {
+		for _, k := range Ks {
+			out.Recall[k] += q.Recall[k]
+			if out.ByType[q.Question.Type] == nil {
+				out.ByType[q.Question.Type] = map[int]float64{}
+			}
+			out.ByType[q.Question.Type][k] += q.Recall[k]
+		}
+		out.Shown += q.Shown
+		count[q.Question.Type]++
+	}
+	n := float64(max(len(out.Questions), 1))
+	out.Shown /= n
+	for _, k := range Ks {
+		out.Recall[k] /= n
+		for t, c := range count {
+			out.ByType[t][k] /= float64(c)
+		}
+	}
+	return out
+}

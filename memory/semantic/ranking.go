@@ -1,0 +1,226 @@
+package semantic
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/stratamem/strata/memory/lexical"
+)
+
+// Fusion is how the hybrid mode combines the two rankings.
+type Fusion string
+
+// Fusions. The zero value is FusionScore.
+const (
+	// FusionScore adds the two scores, each first put on a scale that
+	// means the same for every query (see Ranking). Unlike rank fusion
+	// it keeps how far apart the candidates are: a message that matches
+	// every word of the question is not pulled level with one that
+	// shares a single common word because both rank first somewhere.
+	FusionScore Fusion = "score"
+	// FusionRRF is reciprocal-rank fusion: the sum over the two rankings
+	// of 1/(RRFK + rank).
+	FusionRRF Fusion = "rrf"
+)
+
+// Ranking tunes the ranking. Zero fields take the defaults given on each.
+// The defaults were chosen on the development corpus of the retrieval
+// benchmark (benchmarks/recallquality), never on its test corpus.
+//
+// FusionScore puts the two scores on query-independent scales before
+// adding them:
+//
+//   - lexical: the BM25 score divided by the score of an ideal message
+//     holding each query term once at average length (the sum of the
+//     terms' IDF), so 1 means "matches the whole question" however rare
+//     or common its words are, and a message sharing one frequent word
+//     stays near 0 even when it ranks first;
+//   - vector: the similarity as a z-score among the Candidates nearest
+//     messages, divided by 3, so a match three standard deviations above
+//     the crowd weighs like a full lexical match. Raw cosine levels
+//     differ by model and by question; how far a message stands out does
+//     not.
+type Ranking struct {
+	// Fusion combines the rankings in hybrid mode; "" means FusionScore.
+	Fusion Fusion
+	// DenseWeight is the share of the vector score in FusionScore, in
+	// (0, 1); 0 means 0.5.
+	DenseWeight float64
+	// RRFK is the rank offset of FusionRRF; 0 means 60.
+	RRFK float64
+	// ContextWeight is the weight of the adjacent messages' words in a
+	// message's lexical document (its own words weigh 1; the messages two
+	// away weigh half as much as the adjacent ones), so a terse reply
+	// ("booked it!") is found through the turns it answers. 0 means 0.5;
+	// a negative value indexes each message alone.
+	ContextWeight float64
+	// DenseContext mixes the best adjacent message's similarity into a
+	// message's vector score: (own + DenseContext*neighbour) /
+	// (1 + DenseContext). Messages are embedded alone, because a short
+	// message embedded with its neighbours is drowned by them; the
+	// context enters at ranking time instead. 0 means 0.3; a negative
+	// value ranks each message by its own similarity.
+	DenseContext float64
+	// K1 and B are the BM25 parameters; 0 means 1.2 and 0.75.
+	K1, B float64
+}
+
+// zScale divides the vector z-score (see Ranking).
+const zScale = 3
+
+func (r Ranking) resolve(id string) (Ranking, error) {
+	switch r.Fusion {
+	case "":
+		r.Fusion = FusionScore
+	case FusionScore, FusionRRF:
+	default:
+		return r, configError(id, "Ranking.Fusion", "must be %q or %q, got %q", FusionScore, FusionRRF, r.Fusion)
+	}
+	if r.DenseWeight == 0 {
+		r.DenseWeight = 0.5
+	}
+	if !(r.DenseWeight > 0 && r.DenseWeight < 1) {
+		return r, configError(id, "Ranking.DenseWeight", "must be in (0, 1), got %v", r.DenseWeight)
+	}
+	if r.RRFK == 0 {
+		r.RRFK = 60
+	}
+	if !(r.RRFK > 0) || math.IsInf(r.RRFK, 0) {
+		return r, configError(id, "Ranking.RRFK", "must be a positive number, got %v", r.RRFK)
+	}
+	var err error
+	if r.ContextWeight, err = weight(id, "Ranking.ContextWeight", r.ContextWeight, 0.5); err != nil {
+		return r, err
+	}
+	if r.DenseContext, err = weight(id, "Ranking.DenseContext", r.DenseContext, 0.3); err != nil {
+		return r, err
+	}
+	if r.K1 == 0 {
+		r.K1 = 1.2
+	}
+	if r.B == 0 {
+		r.B = 0.75
+	}
+	if !(r.K1 > 0) || math.IsInf(r.K1, 0) {
+		return r, configError(id, "Ranking.K1", "must be a positive number, got %v", r.K1)
+	}
+	if !(r.B > 0 && r.B <= 1) {
+		return r, configError(id, "Ranking.B", "must be in (0, 1], got %v", r.B)
+	}
+	return r, nil
+}
+
+// weight resolves a context weight: 0 is the default, negative is off,
+// at most 1.
+func weight(id, field string, v, def float64) (float64, error) {
+	switch {
+	case v == 0:
+		return def, nil
+	case v < 0:
+		return 0, nil
+	case v > 1 || math.IsNaN(v):
+		return 0, configError(id, field, "must be at most 1 (negative: off), got %v", v)
+	}
+	return v, nil
+}
+
+// lexFields is the lexical document of t[i]: the message, the adjacent
+// messages at ContextWeight and those two away at half of it (the
+// thread's latest message excepted, see isContext).
+func (l *Layer) lexFields(t []*entry, i int) []lexical.Field {
+	fs := []lexical.Field{{Text: t[i].text, Weight: 1}}
+	w := l.o.Ranking.ContextWeight
+	for d := 1; d <= 2 && w > 0; d++ {
+		for _, j := range [2]int{i - d, i + d} {
+			if isContext(t, j) {
+				fs = append(fs, lexical.Field{Text: t[j].text, Weight: w})
+			}
+		}
+		w /= 2
+	}
+	return fs
+}
+
+// denseText is what is embedded for t[i]: the message alone (see
+// Ranking.DenseContext for why).
+func (l *Layer) denseText(t []*entry, i int) string { return t[i].text }
+
+// fuse sets every candidate's score for mode. ideal is the BM25 score of
+// an ideal match of the query.
+func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int) {
+	rk := &l.o.Ranking
+	for _, c := range list {
+		if ideal > 0 {
+			c.nl = c.lex / ideal
+		}
+	}
+	switch mode {
+	case ModeLexical:
+		for _, c := range list {
+			c.score = c.lex
+		}
+		return
+	case ModeDense:
+		for _, c := range list {
+			c.score = c.d
+			c.nd = c.d
+		}
+		return
+	}
+	// The vector ranking over the candidates, by smoothed similarity.
+	ranked := make([]*cand, 0, len(list))
+	for _, c := range list {
+		if c.cosOK {
+			ranked = append(ranked, c)
+		}
+	}
+	slices.SortFunc(ranked, func(a, b *cand) int {
+		switch {
+		case a.d > b.d:
+			return -1
+		case a.d < b.d:
+			return 1
+		}
+		return strings.Compare(a.e.id, b.e.id)
+	})
+	ranked = ranked[:min(len(ranked), C)]
+	if rk.Fusion == FusionRRF {
+		for _, c := range list {
+			c.score = 0
+			if c.lexRank > 0 {
+				c.score += 1 / (rk.RRFK + float64(c.lexRank))
+			}
+		}
+		for i, c := range ranked {
+			c.score += 1 / (rk.RRFK + float64(i+1))
+		}
+		return
+	}
+	// z-scores among the C nearest; a candidate without a vector (not
+	// embedded yet) counts as the least similar of them.
+	var sum, sq float64
+	for _, c := range ranked {
+		sum += c.d
+		sq += c.d * c.d
+	}
+	n := float64(max(len(ranked), 1))
+	mean := sum / n
+	sd := math.Sqrt(max(sq/n-mean*mean, 0))
+	floor := 0.0
+	if len(ranked) > 0 {
+		floor = ranked[len(ranked)-1].d
+	}
+	w := rk.DenseWeight
+	for _, c := range list {
+		d := floor
+		if c.cosOK {
+			d = c.d
+		}
+		c.nd = 0
+		if sd > 1e-9 {
+			c.nd = (d - mean) / sd / zScale
+		}
+		c.score = w*c.nd + (1-w)*c.nl
+	}
+}

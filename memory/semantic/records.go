@@ -1,0 +1,197 @@
+package semantic
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// Record kinds.
+const (
+	// KindMessage is a message: Text is the message, Vector its
+	// embedding.
+	KindMessage = "message"
+	// KindContext is a message in its context: Text is the message with
+	// the messages just before and after it (each cut at contextChars),
+	// Vector its embedding, MetaMessage the message's record id. It is
+	// derived data, rewritten when a neighbour changes.
+	KindContext = "context"
+)
+
+// contextChars caps each neighbour in a context record's text, so the
+// message itself stays inside what the embedding model reads.
+const contextChars = 300
+
+// Metadata keys of the layer's records.
+const (
+	// MetaRole is the message's role, "user" or "assistant".
+	MetaRole = "role"
+	// MetaSeq orders the messages of a thread written in the same
+	// microsecond (decimal).
+	MetaSeq = "seq"
+	// MetaRun is the id of the run that recorded the message.
+	MetaRun = "run"
+	// MetaItemID is the item's own id (core.Item.ID), when it had one.
+	MetaItemID = "item_id"
+	// MetaEmbedding is the Model() of the embedder that computed the
+	// record's vector, or EmbeddingPending while the vector is a
+	// placeholder. Vector search only considers records whose value is
+	// the current embedder's model.
+	MetaEmbedding = "embedding"
+	// MetaTruncated is "true" when the stored text was cut to
+	// maxStoredBytes.
+	MetaTruncated = "truncated"
+	// MetaMessage is, on a context record, the id of its message.
+	MetaMessage = "message"
+)
+
+// EmbeddingPending marks a record written before its embedding.
+const EmbeddingPending = "pending"
+
+// maxStoredBytes caps the text kept per message: a recall layer shows
+// messages, it is not an archive of pasted files, and an embedding model
+// reads only the first few hundred tokens anyway.
+const maxStoredBytes = 64 << 10
+
+// recordID is deterministic: the item's own id when it has one (so a host
+// that appends the same message again in a later run writes the same
+// record), else the run and log position, plus the role and text.
+func recordID(layer string, run core.RunInfo, it core.Item, index int, text string) string {
+	h := sha256.New()
+	w := func(s string) {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	w(layer)
+	w(run.ThreadID)
+	w(run.ResourceID)
+	if it.ID != "" {
+		w("item")
+		w(it.ID)
+	} else {
+		w("pos")
+		w(run.RunID)
+		w(strconv.Itoa(index))
+		w(string(it.Role))
+		w(text)
+	}
+	return layer + ":" + hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+// cleanText makes a message text storable in every backend: valid UTF-8,
+// no NUL bytes, at most maxStoredBytes (cut on a rune boundary).
+func cleanText(s string) (text string, truncated bool) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	if len(s) > maxStoredBytes {
+		cut := maxStoredBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s, truncated = s[:cut], true
+	}
+	return s, truncated
+}
+
+// entry is the mirror's copy of one record, without its vector.
+type entry struct {
+	id      string
+	thread  string
+	res     string
+	role    core.Role
+	text    string
+	itemID  string
+	run     string
+	created time.Time
+	seq     int64
+	trunc   bool
+	// embedded is the model that embedded the stored vector; "" while
+	// the vector is a placeholder.
+	embedded string
+	// ctxText and ctxEmbedded describe the stored context record: the
+	// text it embedded and by which model; "" when there is none.
+	ctxText, ctxEmbedded string
+	// skip is set when the embedder rejected the message's text, ctxSkip
+	// to the context text it rejected: they are not retried.
+	skip    bool
+	ctxSkip string
+}
+
+// contextID is the id of the context record of the message id.
+func contextID(id string) string { return id + "/context" }
+
+// contextRecord is e's context record for the window text win.
+func (e *entry) contextRecord(layer, win string, vec []float32, model string) vectorstore.Record {
+	return vectorstore.Record{
+		ID: contextID(e.id), Layer: layer, Kind: KindContext,
+		Scope: vectorstore.Scope{Thread: e.thread, Resource: e.res},
+		Text:  win, Vector: vec,
+		Metadata:  map[string]string{MetaMessage: e.id, MetaEmbedding: model, MetaRole: string(e.role)},
+		CreatedAt: e.created,
+	}
+}
+
+// before orders the entries of one thread: time, then seq, then id.
+func (e *entry) before(o *entry) bool {
+	if !e.created.Equal(o.created) {
+		return e.created.Before(o.created)
+	}
+	if e.seq != o.seq {
+		return e.seq < o.seq
+	}
+	return e.id < o.id
+}
+
+// record is the entry as a record carrying vec; model is the value of
+// MetaEmbedding.
+func (e *entry) record(layer string, vec []float32, model string) vectorstore.Record {
+	md := map[string]string{
+		MetaRole:      string(e.role),
+		MetaSeq:       strconv.FormatInt(e.seq, 10),
+		MetaEmbedding: model,
+	}
+	if e.run != "" {
+		md[MetaRun] = e.run
+	}
+	if e.itemID != "" {
+		md[MetaItemID] = e.itemID
+	}
+	if e.trunc {
+		md[MetaTruncated] = "true"
+	}
+	return vectorstore.Record{
+		ID: e.id, Layer: layer, Kind: KindMessage,
+		Scope: vectorstore.Scope{Thread: e.thread, Resource: e.res},
+		Text:  e.text, Vector: vec, Metadata: md, CreatedAt: e.created,
+	}
+}
+
+// entryOf reads a stored record back; ok is false for a record this layer
+// cannot use (not a message, no role).
+func entryOf(r vectorstore.Record) (*entry, bool) {
+	if r.Kind != KindMessage || r.Metadata[MetaRole] == "" {
+		return nil, false
+	}
+	seq, _ := strconv.ParseInt(r.Metadata[MetaSeq], 10, 64)
+	e := &entry{
+		id: r.ID, thread: r.Scope.Thread, res: r.Scope.Resource,
+		role: core.Role(r.Metadata[MetaRole]), text: r.Text,
+		itemID: r.Metadata[MetaItemID], run: r.Metadata[MetaRun],
+		created: r.CreatedAt, seq: seq, trunc: r.Metadata[MetaTruncated] == "true",
+	}
+	if m := r.Metadata[MetaEmbedding]; m != EmbeddingPending {
+		e.embedded = m
+	}
+	return e, true
+}
