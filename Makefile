@@ -7,7 +7,7 @@ GO    ?= go
 
 ## demo: run the example agent offline on the embedded default
 demo: model
-	$(GO) run ./examples/demo
+	$(GO) run ./examples/agent -offline -views
 
 ## test: install and start what the tests need, run them under -race, stop
 test:

@@ -1,15 +1,19 @@
 // Command agent is a small but complete agent on strata: instructions,
 // steering, a todo list owned by tools, and the memory layers (scratchpad,
-// entities, a temporal fact ledger, observations and episodes), all kept in
-// the embedded default store under one directory.
+// entities, a temporal fact ledger, observations, episodes and semantic
+// recall of past messages), all kept in the embedded default store under
+// one directory.
 //
 // With ANTHROPIC_API_KEY or OPENAI_API_KEY set it talks to that provider
 // (model from STRATA_MODEL, or a default), asking for the prompt cache where
-// the view says; without a key it uses a scripted model so it runs offline.
-// Each turn prints the reply and the cache figures of every model call.
+// the view says; without a key, or with -offline, it uses a scripted model.
+// Each turn prints the reply and the cache figures of every model call;
+// -views also prints every assembled view band by band with the per-layer
+// usage report (that is `make demo`).
 //
-//	go run ./examples/agent                 # the built-in script, offline
-//	go run ./examples/agent -i              # type your own turns (empty line ends a run)
+//	go run ./examples/agent                  # the built-in script
+//	go run ./examples/agent -offline -views  # make demo
+//	go run ./examples/agent -i               # type your own turns (empty line ends a run)
 //	go run ./examples/agent -data DIR -resource alice
 package main
 
@@ -23,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/stratamem/strata/agent"
 	"github.com/stratamem/strata/cachesim"
@@ -36,6 +41,7 @@ import (
 	"github.com/stratamem/strata/memory/episodic"
 	"github.com/stratamem/strata/memory/observations"
 	"github.com/stratamem/strata/memory/scratchpad"
+	"github.com/stratamem/strata/memory/semantic"
 	"github.com/stratamem/strata/memory/temporal"
 	"github.com/stratamem/strata/provider"
 	"github.com/stratamem/strata/provider/anthropic"
@@ -49,6 +55,8 @@ func main() {
 	resource := flag.String("resource", "ada", "resource (user) whose memories the agent keeps")
 	interactive := flag.Bool("i", false, "read turns from standard input instead of the built-in script")
 	fresh := flag.Bool("fresh", true, "wipe the data directory first (the built-in script expects a new store)")
+	offline := flag.Bool("offline", false, "use the scripted model even when an API key is set")
+	views := flag.Bool("views", false, "print every assembled view band by band with the per-layer usage")
 	flag.Parse()
 	if *fresh && !*interactive {
 		_ = os.RemoveAll(*data)
@@ -58,7 +66,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
 	}
-	model, name, err := pickModel(tk)
+	model, name, err := pickModel(tk, *offline)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
@@ -67,7 +75,7 @@ func main() {
 	if *interactive {
 		runs = readRuns(os.Stdin)
 	}
-	if err := run(context.Background(), os.Stdout, *data, *resource, model, name, tk, runs); err != nil {
+	if err := run(context.Background(), os.Stdout, *data, *resource, model, name, tk, runs, *views); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
 	}
@@ -83,6 +91,7 @@ var builtinScript = [][]string{
 	},
 	{
 		"Where do I live now, and what is on my todo list?",
+		"What did I say about the gripper?",
 	},
 }
 
@@ -109,8 +118,9 @@ func readRuns(r io.Reader) [][]string {
 
 // pickModel uses a real provider when a key is set, the scripted model
 // with a simulated Anthropic cache otherwise.
-func pickModel(tk tokens.Tokenizer) (provider.Model, string, error) {
+func pickModel(tk tokens.Tokenizer, offline bool) (provider.Model, string, error) {
 	switch {
+	case offline:
 	case os.Getenv("ANTHROPIC_API_KEY") != "":
 		name := envOr("STRATA_MODEL", "claude-sonnet-4-5")
 		m, err := anthropic.New(anthropic.Options{Model: name})
@@ -206,11 +216,15 @@ func layers(store *memory.Store, tk tokens.Tokenizer) ([]core.AnyLayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []core.AnyLayer{instr, steer, scratch, ents, eps, facts.Layer(), obs.Layer()}
+	recall, err := semantic.New(store, semantic.Options{Scope: core.ScopeResource, Tokenizer: tk})
+	if err != nil {
+		return nil, err
+	}
+	out := []core.AnyLayer{instr, steer, scratch, ents, eps, facts.Layer(), obs.Layer(), recall.Layer()}
 	return append(out, toolcalls.Layers(writeTodo, deleteFiles)...), nil
 }
 
-func run(ctx context.Context, w io.Writer, dir, resource string, model provider.Model, modelName string, tk tokens.Tokenizer, runs [][]string) error {
+func run(ctx context.Context, w io.Writer, dir, resource string, model provider.Model, modelName string, tk tokens.Tokenizer, runs [][]string, views bool) error {
 	env, err := embedded.Open(ctx, dir, embedded.Options{})
 	if err != nil {
 		return err
@@ -248,6 +262,9 @@ func run(ctx context.Context, w io.Writer, dir, resource string, model provider.
 				return err
 			}
 			for r, round := range res.Rounds {
+				if views {
+					printView(w, round.View)
+				}
 				c := round.Cache
 				ep := round.View.Usage.Epoch
 				fmt.Fprintf(w, "  call %d: view %d tokens + tool schemas; cache read %d, write %d, uncached %d; epoch %s age %d",
@@ -327,6 +344,61 @@ func scriptedAgent(req provider.Request, call int) ([]core.Item, error) {
 		return []core.Item{core.AssistantMessage(strings.Join(parts, "; ") + ".")}, nil
 	case strings.Contains(user, "delete all"):
 		return []core.Item{core.AssistantMessage("I cannot delete your files from here; please confirm in the app.")}, nil
+	case strings.Contains(user, "gripper"):
+		// Answered from the semantic recall block: the first visit's
+		// messages found by meaning.
+		for _, it := range v.Band(core.BandLive) {
+			if strings.Contains(it.Text(), "todo: review the gripper design") {
+				return []core.Item{core.AssistantMessage("On your first visit you asked me to add \"review the gripper design\" to your todos.")}, nil
+			}
+		}
+		return []core.Item{core.AssistantMessage("I found nothing about a gripper.")}, nil
 	}
 	return []core.Item{core.AssistantMessage("Done.")}, nil
+}
+
+// printView shows a view band by band, what was published this turn, and
+// the per-layer usage report.
+func printView(w io.Writer, v *core.View) {
+	fmt.Fprintf(w, "\n  --- view %d: %d items, %d tokens ---\n", v.Turn+1, v.Len(), v.Tokens())
+	for _, b := range []core.Band{core.BandSystem, core.BandAnchor, core.BandHistory, core.BandLive, core.BandUpdates, core.BandTail} {
+		items := v.Band(b)
+		if len(items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  [%s] %d tokens\n", b, v.BandTokens(b))
+		for _, it := range items {
+			text := strings.ReplaceAll(describe(it), "\n", " ")
+			if len(text) > 110 {
+				text = text[:107] + "..."
+			}
+			fmt.Fprintf(w, "      %s\n", text)
+		}
+	}
+	for _, it := range v.Updates() {
+		fmt.Fprintf(w, "  published this turn: %s\n", strings.ReplaceAll(it.Text(), "\n", "\n      "))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "    layer\tslot\tband\tserved\ttokens\tbudget\tchurn")
+	for _, l := range v.Usage.Layers {
+		budget := fmt.Sprint(l.Budget)
+		if l.Budget == core.Unlimited {
+			budget = "auto"
+		}
+		fmt.Fprintf(tw, "    %s\t%d\t%s\t%s\t%d\t%s\t%.2f\n", l.LayerID, l.Slot, l.Band, l.Served, l.Tokens, budget, l.ChurnRate)
+	}
+	tw.Flush()
+	for _, d := range v.Usage.Diagnostics {
+		fmt.Fprintf(w, "    diagnostic: %s %s %s: %s\n", d.Layer, d.Hook, d.Kind, d.Message)
+	}
+}
+
+func describe(it core.Item) string {
+	switch it.Type {
+	case core.TypeFunctionCall:
+		return fmt.Sprintf("call %s %s", it.Name, it.Arguments)
+	case core.TypeFunctionCallOutput:
+		return "output " + it.Output
+	}
+	return fmt.Sprintf("%s: %s", it.Role, it.Text())
 }

@@ -30,7 +30,7 @@ func TestBuiltinScript(t *testing.T) {
 	sim, _ := cachesim.NewAnthropic(cachesim.AnthropicOptions{})
 	model := &scripted.Model{Cache: sim, Script: scriptedAgent, Tokenizer: tk}
 	var out bytes.Buffer
-	if err := run(context.Background(), &out, filepath.Join(t.TempDir(), "agent"), "ada", model, "scripted", tk, builtinScript); err != nil {
+	if err := run(context.Background(), &out, filepath.Join(t.TempDir(), "agent"), "ada", model, "scripted", tk, builtinScript, true); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -38,6 +38,10 @@ func TestBuiltinScript(t *testing.T) {
 		"denied by steering",
 		"agent: You live in Lisbon (since the day before your last visit); your todo list has: review the gripper design.",
 		"epoch t:ada-visit-2#0",
+		// The second visit recalls what the first left behind.
+		"<semantic_recall", "Ada (person)", "Lisbon", "<episodes>",
+		`agent: On your first visit you asked me to add "review the gripper design" to your todos.`,
+		"[anchor]", "[history]", "[live]", "published this turn: <context_updates",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
