@@ -1,0 +1,24 @@
+// Command memctl manages the memories strata's layers store: list, show,
+// search, add, edit, delete, export, import, re-embed, migrate between
+// backends, and inspect what an agent saw on a thread's last turn.
+//
+//	memctl ls --layer observations --thread t1
+//	memctl show ID
+//	memctl search "where does the user live" --resource alice
+//	memctl add -l scratchpad -t t1 --key plan "ship v2 on Friday"
+//	memctl edit ID --meta importance=5
+//	memctl rm --resource alice --yes          # the right to be forgotten
+//	memctl export > memories.jsonl            # lossless, vectors included
+//	memctl --store postgres://... import memories.jsonl
+//	memctl stats
+//	memctl reindex hash:256                   # resumable, any dimension
+//	memctl migrate --to 'qdrant://localhost:6334?collection=memories'
+//	memctl inspect t1
+//	memctl bench
+//	memctl completion bash > /etc/bash_completion.d/memctl
+//
+// The store is --store, else $STRATA_STORE, else the config file
+// ($XDG_CONFIG_HOME/strata/memctl.json), else ./.strata/data (the embedded
+// default). Exit status: 0 ok, 1 runtime error, 2 usage error, 3 not
+// found. See memctl --help and each command's --help.
+package main

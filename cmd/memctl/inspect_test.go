@@ -1,0 +1,100 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/embed/hashing"
+	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/storage"
+)
+
+func assemblyKeyForTest(thread string) storage.Key {
+	return storage.Key{Scope: "thread", ScopeID: thread, Layer: "_strata", Name: "last_assembly"}
+}
+
+// recordTurn runs two turns of a real session on thread with
+// RecordAssemblies on, so the runtime records the last one in st.
+func recordTurn(t *testing.T, st storage.Store, thread string) {
+	t.Helper()
+	ctx := context.Background()
+	instr := core.Layer[struct{}]{
+		ID: "instructions", Slot: 50, Scope: core.ScopeExecution, Placement: core.PlacementAnchor,
+		Hooks: core.Hooks[struct{}]{Recall: func(context.Context, core.RecallParams[struct{}]) (core.Recall[struct{}], error) {
+			return core.Text[struct{}]("<instructions>Answer in one sentence.</instructions>")
+		}},
+	}
+	clock := core.Layer[struct{}]{
+		ID: "clock", Slot: core.SlotReminder, Scope: core.ScopeExecution, Placement: core.PlacementLive, Budget: core.Fixed(16),
+		Hooks: core.Hooks[struct{}]{Recall: func(_ context.Context, p core.RecallParams[struct{}]) (core.Recall[struct{}], error) {
+			return core.Text[struct{}]("<clock>turn " + string(rune('0'+p.Turn)) + "</clock>")
+		}},
+	}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{instr, clock}, Store: st, RecordAssemblies: true,
+		System: []core.Item{core.SystemMessage("You are a careful assistant.")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Start(ctx, core.RunOptions{ThreadID: thread, ResourceID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"Hello", "What did I say?"} {
+		if err := s.Append(ctx, core.UserMessage(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Assemble(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Record(ctx, core.AssistantMessage("Noted: "+msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Complete(ctx, "ok"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	e := newEnv(t)
+	store := filepath.Join(e.dir, "data")
+	ctx := context.Background()
+	env, err := embedded.Open(ctx, store, embedded.Options{Embedder: hashing.New(64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordTurn(t, env.State, "t1")
+	if err := env.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	out := e.ok("--store", store, "inspect", "t1").stdout
+	for _, want := range []string{"Thread t1: turn", "[system]", "[anchor]", "[history]", "[live]", "instructions", "clock",
+		"Pinned (served the epoch's bytes): instructions", "Superseded by context updates:", "Epoch:", "What did I say?", "LAYER", "SERVED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, out)
+		}
+	}
+	var rec core.AssemblyRecord
+	if err := json.Unmarshal([]byte(e.ok("--store", store, "inspect", "t1", "--json").stdout), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.ThreadID != "t1" || rec.Usage == nil || rec.Usage.Layer("clock") == nil || len(rec.Bands) < 3 {
+		t.Errorf("inspect --json: %+v", rec)
+	}
+	e.fails(3, "no recorded assembly", "--store", store, "inspect", "t2")
+	e.fails(3, "no state store", "--store", filepath.Join(e.dir, "none"), "inspect", "t1")
+	e.fails(2, "--state", "--store", "qdrant://127.0.0.1:1", "inspect", "t1")
+	// rm --resource also forgets what the agent saw on the resource's
+	// threads.
+	e.ok("--store", store, "--embedder", "hash:64", "add", "-l", "semantic", "-t", "t1", "-r", "alice", "hi")
+	r := e.ok("--store", store, "rm", "--resource", "alice", "--yes")
+	if !strings.Contains(r.stderr, "cleared the recorded assemblies of 1 thread") {
+		t.Errorf("rm --resource: %s", r.stderr)
+	}
+	e.fails(3, "no recorded assembly", "--store", store, "inspect", "t1")
+}

@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/stratamem/strata/cmd/memctl/internal/layerrules"
+	"github.com/stratamem/strata/cmd/memctl/internal/progress"
+)
+
+// IO is where a memctl invocation reads and writes.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+type globalFlags struct {
+	store, embedder, config, state string
+	timeout                        time.Duration
+	json, noProgress               bool
+}
+
+// app is one invocation's state.
+type app struct {
+	io      IO
+	flags   globalFlags
+	cfg     fileConfig
+	cfgPath string
+	now     func() time.Time
+}
+
+// Main runs memctl with args (without the program name) and returns the
+// exit status. It never panics on bad input; a panic in a dependency is
+// reported as one line, exit status 1.
+func Main(ctx context.Context, args []string, stdio IO) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stdio.Err, "memctl: internal error: %s\n", oneLine(fmt.Sprint(r)))
+			code = ExitError
+		}
+	}()
+	a := &app{io: stdio, now: time.Now}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	msg := Message(err)
+	if errors.Is(err, ErrUsage) {
+		msg += " (see '" + cmd.CommandPath() + " --help')"
+	}
+	fmt.Fprintln(stdio.Err, "memctl: "+msg)
+	return ExitCode(err)
+}
+
+const rootLong = `memctl lists, searches, edits, deletes, exports, re-embeds and migrates the
+memories strata's layers store (episodic, semantic, entity, observations,
+temporal, scratchpad), on any backend: the embedded default directory,
+PostgreSQL with pgvector, or Qdrant.
+
+The store is one value, taken from --store, else $STRATA_STORE, else the
+config file ($XDG_CONFIG_HOME/strata/memctl.json: {"store": "...",
+"embedder": "..."}), else ./.strata/data:
+
+  ./.strata/data                             an embedded directory (default)
+  postgres://user@host:5432/db?collection=memories
+  qdrant://localhost:6334?collection=memories
+  chromem:///abs/dir?collection=memories     a bare chromem collection
+
+The embedder (for search, add, edit, import of records without vectors) is
+--embedder, else $STRATA_EMBEDDER, else the config file, else the one an
+embedded store records in strata.json, else the default model:
+  uselite | hash:DIM | openai:MODEL[?dimensions=N] | ollama:MODEL
+
+Output is a table by default; --json prints JSON (one object per line for
+ls and search). Long operations show progress when stderr is a terminal.
+
+` + exitCodesHelp
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "memctl",
+		Short:         "Manage the memories strata's agents store",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				hint := ""
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					hint = "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+				return usageErrorf("unknown command %q%s", args[0], hint)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return a.setup(cmd)
+		},
+	}
+	root.SuggestionsMinimumDistance = 2
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v", err)
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.flags.store, "store", "", "store: a directory, postgres://..., qdrant://host:port or chromem:///dir (default $"+EnvStore+", the config file, ./.strata/data)")
+	pf.StringVar(&a.flags.embedder, "embedder", "", "embedder: uselite, hash:DIM, openai:MODEL, ollama:MODEL (default $"+EnvEmbedder+", the config file, the store's recorded one, uselite)")
+	pf.StringVar(&a.flags.config, "config", "", "config file (default $"+EnvConfig+" or $XDG_CONFIG_HOME/strata/memctl.json)")
+	pf.DurationVar(&a.flags.timeout, "timeout", 30*time.Second, "how long to wait for the store to open or connect")
+	pf.BoolVar(&a.flags.json, "json", false, "print JSON (one object per line for lists) instead of a table")
+	pf.BoolVar(&a.flags.noProgress, "no-progress", false, "never draw progress (it is drawn only when stderr is a terminal)")
+	_ = root.RegisterFlagCompletionFunc("embedder", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"uselite\tthe offline default model", "hash:64\tdeterministic hashing (tests)", "openai:\tOpenAI-compatible API", "ollama:\tOllama"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+
+	root.AddCommand(a.lsCmd(), a.showCmd(), a.searchCmd(), a.addCmd(), a.editCmd(), a.rmCmd(),
+		a.exportCmd(), a.importCmd(), a.statsCmd(), a.reindexCmd(), a.migrateCmd(), a.inspectCmd(), a.benchCmd())
+	for _, c := range root.Commands() {
+		if c.Long != "" {
+			c.Long += "\n\n" + exitCodesHelp
+		}
+	}
+	return root
+}
+
+// setup reads the config file once flags are parsed.
+func (a *app) setup(cmd *cobra.Command) error {
+	if a.flags.timeout <= 0 {
+		return usageErrorf("--timeout must be positive")
+	}
+	a.cfgPath = configPath(a.flags.config)
+	explicit := a.flags.config != "" || os.Getenv(EnvConfig) != ""
+	cfg, err := loadConfig(a.cfgPath, explicit)
+	if err != nil {
+		return err
+	}
+	a.cfg = cfg
+	return nil
+}
+
+// progressOn reports whether progress is drawn: stderr is a terminal and
+// --no-progress is off.
+func (a *app) progressOn() bool {
+	return !a.flags.noProgress && progress.IsTerminal(a.io.Err)
+}
+
+func (a *app) bar(label string, total int64, unit string) *progress.Bar {
+	return progress.New(a.io.Err, label, total, a.progressOn(), progress.Options{Unit: unit})
+}
+
+// exactArgs is cobra.ExactArgs with a usage error naming the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %s, got %d argument(s)", cmd.Name(), names, len(args))
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usageErrorf("%s takes %s, got %d argument(s)", cmd.Name(), names, len(args))
+		}
+		return nil
+	}
+}
+
+// completeLayers completes --layer.
+func completeLayers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	out := make([]string, 0, len(layerrules.Types))
+	for _, t := range layerrules.Types {
+		r, _ := layerrules.Lookup(t)
+		out = append(out, t+"\t"+r.Doc)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func completeKinds(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	for _, t := range layerrules.Types {
+		r, _ := layerrules.Lookup(t)
+		for _, k := range r.Kinds {
+			out = append(out, k+"\t"+t)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeIDs completes record ids from the store (the first 1000 that
+// match the prefix).
+func (a *app) completeIDs(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if err := a.setup(cmd); err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	ctx := cmd.Context()
+	s, err := a.openStore(ctx, openRead, nil)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	defer s.Close()
+	var out []string
+	n := 0
+	for r, err := range s.coll.All(ctx, listOpts(1000)) {
+		if err != nil || n > 100000 {
+			break
+		}
+		n++
+		if strings.HasPrefix(r.ID, prefix) {
+			out = append(out, r.ID+"\t"+r.Layer+" "+clip(r.Text, 40))
+			if len(out) >= 1000 {
+				break
+			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func flagChanged(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratamem/strata/cmd/memctl/internal/layerrules"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+func TestParseStoreRef(t *testing.T) {
+	for in, want := range map[string]storeRef{
+		"./data":                          {Dir: "data"},
+		"/var/lib/strata":                 {Dir: "/var/lib/strata"},
+		"file:///var/lib/strata":          {Dir: "/var/lib/strata"},
+		"postgres://u@h/db?collection=x":  {URL: "postgres://u@h/db?collection=x", Scheme: "postgres"},
+		"postgresql://u@h/db":             {URL: "postgresql://u@h/db", Scheme: "postgres"},
+		"qdrant://localhost:6334":         {URL: "qdrant://localhost:6334", Scheme: "qdrant"},
+		"chromem:///tmp/x?collection=abc": {URL: "chromem:///tmp/x?collection=abc", Scheme: "chromem"},
+	} {
+		got, err := parseStoreRef(in)
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if got.Dir != filepath.Clean(want.Dir) && want.Dir != "" || got.URL != want.URL || got.Scheme != want.Scheme {
+			t.Errorf("%s: got %+v want %+v", in, got, want)
+		}
+	}
+	for _, bad := range []string{"", "mysql://h/db", "file://host/x"} {
+		if _, err := parseStoreRef(bad); !errors.Is(err, ErrUsage) {
+			t.Errorf("%q: want a usage error, got %v", bad, err)
+		}
+	}
+	if s := redactURL("postgres://u:secret@h/db"); strings.Contains(s, "secret") {
+		t.Errorf("password shown: %s", s)
+	}
+}
+
+func TestParseTimeFlag(t *testing.T) {
+	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-01-02":                time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC),
+		"2026-01-02T03:04:05Z":      time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		"2026-01-02T03:04:05+02:00": time.Date(2026, 1, 2, 1, 4, 5, 0, time.UTC),
+		"24h":                       now.Add(-24 * time.Hour),
+		"7d":                        now.Add(-7 * 24 * time.Hour),
+		"2w":                        now.Add(-14 * 24 * time.Hour),
+		"now":                       now,
+	} {
+		got, err := parseTimeFlag("--since", in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%s: got %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"yesterday", "-3d", "2026-13-01"} {
+		if _, err := parseTimeFlag("--since", bad, now); !errors.Is(err, ErrUsage) {
+			t.Errorf("%q: want a usage error, got %v", bad, err)
+		}
+	}
+}
+
+func TestExitCodeAndMessage(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code int
+	}{
+		{nil, 0},
+		{usageErrorf("x"), 2},
+		{&layerrules.Error{Field: "text", Msg: "empty"}, 2},
+		{notFoundf("x"), 3},
+		{fmt.Errorf("wrapped: %w", &vectorstore.Error{Code: vectorstore.CodeNotFound}), 3},
+		{fmt.Errorf("%w at d", ErrNoStore), 3},
+		{&vectorstore.Error{Code: vectorstore.CodeDimensionMismatch}, 1},
+		{errors.New("boom"), 1},
+	} {
+		if got := ExitCode(c.err); got != c.code {
+			t.Errorf("ExitCode(%v) = %d, want %d", c.err, got, c.code)
+		}
+	}
+	if m := Message(usageErrorf("first\nsecond\n\nthird")); m != "first; second; third" {
+		t.Errorf("Message: %q", m)
+	}
+}
+
+func TestRecordsEqual(t *testing.T) {
+	a := vectorstore.Record{ID: "x", Text: "t", Vector: []float32{1, 2}, Metadata: map[string]string{"k": "v"}}
+	b := a.Clone()
+	if !recordsEqual(&a, &b) {
+		t.Fatal("clone differs")
+	}
+	b.Metadata["k"] = "w"
+	if recordsEqual(&a, &b) {
+		t.Fatal("metadata change not seen")
+	}
+	c := a.Clone()
+	c.Vector[1] = 2.0000002
+	if recordsEqual(&a, &c) || !sameRecord(&a, &c) {
+		t.Fatal("vectors: strict for import, within rounding for migrate")
+	}
+}

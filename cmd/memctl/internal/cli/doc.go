@@ -1,0 +1,21 @@
+// Package cli is memctl: the command tree (cobra), store selection, and
+// the commands. Main runs one invocation and returns its exit status;
+// cmd/memctl is a three-line wrapper around it.
+//
+// Conventions, as kubectl, psql and git have them: subcommands with
+// --help; a table by default and --json (JSON lines for lists) for
+// scripts; errors as one line on stderr, "memctl: ...", never a stack
+// trace; exit status 0 ok, 1 runtime error (ErrNoStore aside), 2 usage
+// error (ErrUsage, a layer rule, a bad --embedder), 3 not found
+// (ErrNotFound, ErrNoStore); progress drawn only when stderr is a
+// terminal; bulk deletes confirmed on a terminal or by --yes; shell
+// completion for bash, zsh, fish and PowerShell, including record ids and
+// flag values.
+//
+// Stores: a directory is the embedded default, opened with embedded.Open
+// (its strata.json names the embedder, so commands that never embed load
+// no model); chromem://, postgres:// and qdrant:// URLs are opened with
+// vectorstore.Open. Writes go through the layers' own validation (see
+// package layerrules and the add command); import and migrate through the
+// vector store's.
+package cli

@@ -1,0 +1,14 @@
+// Package exportfmt is memctl's export format: JSON Lines, one memory
+// record per line in the vectorstore.Record JSON form (id, layer, kind,
+// scope, text, vector, metadata, created_at, valid_from, valid_to),
+// optionally preceded by a header line describing the vectors:
+//
+//	{"memctl_export":1,"embedder":"hash-64","dimension":64,"distance":"cosine"}
+//	{"id":"obs-…","layer":"observations","kind":"observation","scope":{"thread":"t1"},"text":"…","vector":[…],"metadata":{…},"created_at":"…"}
+//
+// The round trip is lossless: float32 vectors are written with the
+// shortest digits that parse back to the same bits, times with their full
+// (microsecond) precision in UTC. Unknown fields are refused, so a typo
+// in a hand-written line is an error naming the line, not a silently
+// dropped field.
+package exportfmt

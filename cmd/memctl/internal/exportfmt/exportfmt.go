@@ -1,0 +1,230 @@
+package exportfmt
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// Version is the format version written in headers.
+const Version = 1
+
+// MaxLineBytes bounds one line: a record at the vector store's limits
+// (1 MiB of text, 64 metadata values of 8 KiB, a 65536-value vector) fits
+// with room to spare.
+const MaxLineBytes = 16 << 20
+
+// ErrMalformed is wrapped by every *LineError.
+var ErrMalformed = errors.New("malformed line")
+
+// Header is the optional first line of an export. It says what the
+// vectors are, so an import into an empty store creates it right and an
+// import into a store embedded differently is refused before anything is
+// written.
+type Header struct {
+	// Format is Version; its key, "memctl_export", marks the line.
+	Format int `json:"memctl_export"`
+	// Embedder is the model id of the vectors ("" when the exporter did
+	// not know it).
+	Embedder string `json:"embedder,omitempty"`
+	// Dimension of the vectors.
+	Dimension int `json:"dimension"`
+	// Distance of the collection ("cosine", "dot", "euclidean").
+	Distance string `json:"distance,omitempty"`
+}
+
+// Writer writes an export.
+type Writer struct {
+	w *bufio.Writer
+	n int
+}
+
+// NewWriter returns a Writer on w. Call Flush at the end.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 64<<10)} }
+
+// WriteHeader writes the header line; call it first, if at all.
+func (w *Writer) WriteHeader(h Header) error {
+	if h.Format == 0 {
+		h.Format = Version
+	}
+	return w.line(h)
+}
+
+// Write writes one record.
+func (w *Writer) Write(r *vectorstore.Record) error {
+	w.n++
+	return w.line(r)
+}
+
+// Count is the number of records written.
+func (w *Writer) Count() int { return w.n }
+
+func (w *Writer) line(v any) error {
+	// encoding/json writes float32 values with the shortest digits that
+	// parse back to the same float32, and times as RFC 3339 with all
+	// their digits: the round trip is exact. HTML escaping is off so text
+	// stays readable in the file.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.w.Write(buf.Bytes())
+	return err
+}
+
+// Flush writes buffered data.
+func (w *Writer) Flush() error { return w.w.Flush() }
+
+// LineError reports a line that is not a record. It wraps ErrMalformed.
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Unwrap makes errors.Is(err, ErrMalformed) true.
+func (e *LineError) Unwrap() error { return ErrMalformed }
+
+// Reader reads an export line by line.
+type Reader struct {
+	r    *bufio.Reader
+	line int
+	// Bytes is the number of bytes consumed so far (for progress).
+	Bytes int64
+}
+
+// NewReader returns a Reader on r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 256<<10)} }
+
+// Item is one line read: either a header or a record.
+type Item struct {
+	Line   int
+	Header *Header
+	Record *vectorstore.Record
+}
+
+// Next returns the next non-blank line. A line that does not parse returns
+// a *LineError and the reader stays usable: the next call reads the next
+// line. At the end it returns io.EOF; a read failure of the underlying
+// reader is returned as is (not a *LineError) and is final.
+func (r *Reader) Next() (Item, error) {
+	for {
+		raw, err := r.readLine()
+		if err != nil {
+			return Item{}, err
+		}
+		r.line++
+		line := r.line
+		if len(raw) > MaxLineBytes {
+			return Item{}, &LineError{Line: line, Msg: fmt.Sprintf("longer than %d bytes", MaxLineBytes)}
+		}
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 {
+			continue
+		}
+		if trimmed[0] != '{' {
+			return Item{}, &LineError{Line: line, Msg: "not a JSON object"}
+		}
+		if isHeader(trimmed) {
+			var h Header
+			if err := decodeStrict(trimmed, &h); err != nil {
+				return Item{}, &LineError{Line: line, Msg: "header: " + err.Error()}
+			}
+			if h.Format != Version {
+				return Item{}, &LineError{Line: line, Msg: fmt.Sprintf("export format %d is not supported (this memctl reads %d)", h.Format, Version)}
+			}
+			if line != 1 {
+				return Item{}, &LineError{Line: line, Msg: "header line after the first line"}
+			}
+			return Item{Line: line, Header: &h}, nil
+		}
+		var rec vectorstore.Record
+		if err := decodeStrict(trimmed, &rec); err != nil {
+			return Item{}, &LineError{Line: line, Msg: err.Error()}
+		}
+		if rec.ID == "" {
+			return Item{}, &LineError{Line: line, Msg: `no "id"`}
+		}
+		return Item{Line: line, Record: &rec}, nil
+	}
+}
+
+// readLine returns the next line without its terminator, whatever its
+// length (lines over MaxLineBytes are consumed and reported by Next).
+func (r *Reader) readLine() ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		r.Bytes += int64(len(chunk))
+		if len(out) <= MaxLineBytes {
+			out = append(out, chunk...)
+		}
+		switch {
+		case err == nil:
+			return bytes.TrimSuffix(out, []byte{'\n'}), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(out) == 0 {
+				return nil, io.EOF
+			}
+			return out, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+func isHeader(line []byte) bool {
+	// Cheap check first; the strict decode decides.
+	if !bytes.Contains(line, []byte(`"memctl_export"`)) {
+		return false
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(line, &probe) != nil {
+		return false
+	}
+	_, ok := probe["memctl_export"]
+	return ok
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields and
+// trailing data, with a short message.
+func decodeStrict(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.New(cleanJSONError(err))
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
+func cleanJSONError(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, se.Error())
+	case errors.As(err, &te):
+		f := te.Field
+		if f == "" {
+			f = "value"
+		}
+		return fmt.Sprintf("field %q: cannot use a JSON %s as %s", f, te.Value, te.Type)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "truncated JSON"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
