@@ -25,7 +25,7 @@ func Example_memory() {
 	}
 	defer env.Close()
 
-	ents, _ := entity.New(env.Memory, entity.Options{Scope: core.ScopeResource})       // people, organisations, places
+	ents, _ := entity.New(env.Memory, entity.Options{Scope: core.ScopeResource})      // people, organisations, places
 	eps, _ := episodic.New(env.Memory, episodic.Options{})                            // a summary of every past run
 	facts, _ := temporal.New(env.Memory, temporal.Options{Scope: core.ScopeResource}) // dated facts with validity
 	recall, _ := semantic.New(env.Memory, semantic.Options{})                         // hybrid search over past messages
