@@ -1,0 +1,222 @@
+// Command recallbench measures strata's vector backends: ingest rate, top-10
+// latency, queries per second at 1 and 4 clients and recall@10 against
+// exact search, on clustered vectors at 1k, 10k and 100k records and on the
+// default model's vectors of real text at 10k. It writes
+// <out>/recall-backends.md and <out>/recall-backends.svg.
+//
+//	go run ./benchmarks/cmd/recallbench -out benchmarks/results
+//
+// Backends: chromem always; pgvector when STRATA_TEST_PG_DSN is set (make
+// bench-recall runs the command under `scripts/pg.sh with`, which starts a
+// PostgreSQL with pgvector and sets it); qdrant when STRATA_QDRANT_ADDR
+// (host:port of the gRPC API) is set. -backends names them explicitly.
+//
+// The text dataset needs the default model (make model); its vectors are
+// cached in .strata/recallbench, keyed by the texts and the model.
+//
+// Each latency and throughput figure is the median of -rounds rounds
+// (default 3) of -duration (default 2s). -ef-sweep sets the further HNSW
+// ef_search values measured on pgvector (default 80,160,320).
+//
+// -quick runs a small version (1k clustered, 300 sentences of text, short
+// phases) and writes recall-backends-quick.md, so it never overwrites the
+// full report.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stratamem/strata/benchmarks/recallbench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("recallbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "benchmarks/results", "directory of the report")
+	quick := fs.Bool("quick", false, "small run: 1k clustered, 300 sentences, short phases; writes recall-backends-quick.md")
+	backends := fs.String("backends", "", "comma-separated backends (chromem, pgvector, qdrant); default: chromem, plus pgvector with $STRATA_TEST_PG_DSN and qdrant with $STRATA_QDRANT_ADDR")
+	sizes := fs.String("sizes", "", "clustered dataset sizes, e.g. 1k,10k,100k (default 1k,10k,100k; quick 1k; \"none\" for none)")
+	textSizes := fs.String("text-sizes", "", "real-text dataset sizes (default 10k; quick 300; \"none\" for none)")
+	queries := fs.Int("queries", 0, "queries per dataset (default 200; quick 100)")
+	duration := fs.Duration("duration", 0, "duration of each throughput phase (default 2s; quick 300ms)")
+	rounds := fs.Int("rounds", 0, "rounds of the latency and throughput phases; figures are medians over them (default 3; quick 1)")
+	k := fs.Int("k", 10, "neighbours per query")
+	efSweep := fs.String("ef-sweep", "", "further HNSW ef_search values to measure recall and latency at, e.g. 80,160,320 (the default; \"none\" for none)")
+	noVariants := fs.Bool("no-variants", false, "skip the backends' variants (chromem: dot-product collection scanned by the driver)")
+	batch := fs.Int("batch", 1000, "records per Upsert call")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	cache := fs.String("cache", ".strata/recallbench", "cache directory of embedded vectors (\"\" for none)")
+	noPlot := fs.Bool("no-plot", false, "do not write the SVG plot")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "recallbench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg := recallbench.Config{
+		PGDSN:      os.Getenv("STRATA_TEST_PG_DSN"),
+		QdrantAddr: os.Getenv("STRATA_QDRANT_ADDR"),
+		Queries:    *queries,
+		Duration:   *duration,
+		Rounds:     *rounds,
+		K:          *k,
+		Batch:      *batch,
+		Seed:       *seed,
+		CacheDir:   *cache,
+		NoVariants: *noVariants,
+		Log:        slog.New(slog.NewTextHandler(stderr, nil)),
+	}
+	name := "recall-backends"
+	if *quick {
+		name = "recall-backends-quick"
+		cfg.Sizes, cfg.TextSizes = []int{1000}, []int{300}
+		if cfg.Queries == 0 {
+			cfg.Queries = 100
+		}
+		if cfg.Duration == 0 {
+			cfg.Duration = 300 * time.Millisecond
+		}
+		if cfg.Rounds == 0 {
+			cfg.Rounds = 1
+		}
+	}
+	var err error
+	if *backends != "" {
+		cfg.Backends = strings.Split(*backends, ",")
+	}
+	if *sizes != "" {
+		if cfg.Sizes, err = parseSizes(*sizes); err != nil {
+			fmt.Fprintf(stderr, "recallbench: -sizes: %v\n", err)
+			return 2
+		}
+	}
+	if *efSweep != "" {
+		if cfg.EfSearchSweep, err = parseSizes(*efSweep); err != nil {
+			fmt.Fprintf(stderr, "recallbench: -ef-sweep: %v\n", err)
+			return 2
+		}
+	}
+	if *textSizes != "" {
+		if cfg.TextSizes, err = parseSizes(*textSizes); err != nil {
+			fmt.Fprintf(stderr, "recallbench: -text-sizes: %v\n", err)
+			return 2
+		}
+	}
+	if cfg.TextSizes == nil || len(cfg.TextSizes) > 0 {
+		if cfg.GoRoot, err = goRoot(); err != nil {
+			fmt.Fprintf(stderr, "recallbench: the text dataset reads the Go distribution's documents: %v\n", err)
+			return 1
+		}
+	}
+	cfg.Command = "go run ./benchmarks/cmd/recallbench " + strings.Join(args, " ")
+	if cfg.PGDSN != "" {
+		cfg.Command = "bash scripts/pg.sh with " + cfg.Command
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "recallbench: %v\n", err)
+		return 1
+	}
+
+	// Ctrl-C cancels the run; Run still drops the collections it made.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, runErr := recallbench.Run(ctx, cfg)
+	if rep == nil {
+		fmt.Fprintf(stderr, "recallbench: %v\n", runErr)
+		if errors.Is(runErr, recallbench.ErrInvalidConfig) {
+			return 2
+		}
+		return 1
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		fmt.Fprintf(stderr, "recallbench: %v\n", err)
+		return 1
+	}
+	mdPath := filepath.Join(*out, name+".md")
+	if err := os.WriteFile(mdPath, md.Bytes(), 0o644); err != nil {
+		fmt.Fprintf(stderr, "recallbench: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "recallbench: wrote %s\n", mdPath)
+	if !*noPlot {
+		var svg bytes.Buffer
+		if err := rep.WriteSVG(&svg); err != nil {
+			fmt.Fprintf(stderr, "recallbench: plot: %v\n", err)
+			return 1
+		}
+		svgPath := filepath.Join(*out, name+".svg")
+		if err := os.WriteFile(svgPath, svg.Bytes(), 0o644); err != nil {
+			fmt.Fprintf(stderr, "recallbench: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "recallbench: wrote %s\n", svgPath)
+	}
+	for _, ch := range rep.Checks() {
+		state := "met"
+		switch {
+		case !ch.Measured:
+			state = "not measured"
+		case !ch.Met:
+			state = "NOT MET"
+		}
+		fmt.Fprintf(stderr, "target: %s: %s (%s)\n", ch.Target, state, ch.Detail)
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "recallbench: %v\n", runErr)
+		return 1
+	}
+	return 0
+}
+
+// parseSizes reads "1k,10k,100k" or "1000,2500"; "none" is an empty list.
+func parseSizes(s string) ([]int, error) {
+	if s == "none" {
+		return []int{}, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(strings.ToLower(part))
+		mult := 1
+		if t, ok := strings.CutSuffix(part, "k"); ok {
+			part, mult = t, 1000
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q (want e.g. 1k, 10k or 2500)", part)
+		}
+		out = append(out, n*mult)
+	}
+	return out, nil
+}
+
+// goRoot asks the go command, the authority on where the distribution is.
+func goRoot() (string, error) {
+	if r := os.Getenv("GOROOT"); r != "" {
+		return r, nil
+	}
+	b, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOROOT: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
