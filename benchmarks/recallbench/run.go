@@ -54,7 +54,9 @@ type Config struct {
 	// Clients are the concurrency levels measured; nil means 1 and 4. The
 	// first must be 1: its pass over the queries gives latency and recall.
 	Clients []int
-	// Batch is the number of records per Upsert call; 0 means 1000.
+	// Batch is the number of records per Upsert call; 0 means all of a
+	// dataset in one call, the bulk load a store is first filled with
+	// (pgvector then builds its HNSW index once, after the load).
 	Batch int
 	// Seed of the generators; 0 means 1.
 	Seed uint64
@@ -133,9 +135,6 @@ func (c *Config) withDefaults() (Config, error) {
 	if o.Clients == nil {
 		o.Clients = []int{1, 4}
 	}
-	if o.Batch == 0 {
-		o.Batch = 1000
-	}
 	if o.EfSearchSweep == nil {
 		o.EfSearchSweep = []int{80, 160, 320}
 	}
@@ -183,8 +182,8 @@ func (c *Config) withDefaults() (Config, error) {
 		return bad("negative duration")
 	case len(o.Clients) == 0 || o.Clients[0] != 1:
 		return bad("clients must start with 1 (got %v)", o.Clients)
-	case o.Batch < 1:
-		return bad("batch must be >= 1")
+	case o.Batch < 0:
+		return bad("batch must be >= 0")
 	case o.Rounds < 1 || o.Rounds > 100:
 		return bad("rounds %d out of range 1..100", o.Rounds)
 	}
@@ -491,8 +490,9 @@ func (c *Config) runOne(ctx context.Context, backend string, ds *Dataset, truth 
 		}
 	}
 	t0 := time.Now()
-	for lo := 0; lo < len(recs); lo += c.Batch {
-		if err := inst.coll.Upsert(ctx, recs[lo:min(lo+c.Batch, len(recs))]...); err != nil {
+	batch := c.batchFor(len(recs))
+	for lo := 0; lo < len(recs); lo += batch {
+		if err := inst.coll.Upsert(ctx, recs[lo:min(lo+batch, len(recs))]...); err != nil {
 			return fail("ingest", err)
 		}
 	}
@@ -559,7 +559,7 @@ func (c *Config) runOne(ctx context.Context, backend string, ds *Dataset, truth 
 	}
 	if inst.bulkLoad != nil && slices.Contains(c.BulkProbeSizes, len(ds.Vectors)) {
 		c.Log.Info("bulk-load probe", "backend", backend, "dataset", ds.Name())
-		res.BulkLoad, res.BulkIndex, err = inst.bulkLoad(ctx, recs, c.Batch)
+		res.BulkLoad, res.BulkIndex, err = inst.bulkLoad(ctx, recs, c.batchFor(len(recs)))
 		if err != nil {
 			return fail("bulk-load probe", err)
 		}
@@ -577,8 +577,9 @@ func (c *Config) runVariant(ctx context.Context, base *instance, recs []vectorst
 	}()
 	v = &VariantResult{Label: label}
 	t0 := time.Now()
-	for lo := 0; lo < len(recs); lo += c.Batch {
-		if err := inst.coll.Upsert(ctx, recs[lo:min(lo+c.Batch, len(recs))]...); err != nil {
+	batch := c.batchFor(len(recs))
+	for lo := 0; lo < len(recs); lo += batch {
+		if err := inst.coll.Upsert(ctx, recs[lo:min(lo+batch, len(recs))]...); err != nil {
 			return nil, err
 		}
 	}
@@ -767,4 +768,12 @@ func recall(got [][]vectorstore.Match, truth [][]Neighbor, k int) (mean, worst f
 		return 0, 0
 	}
 	return mean / float64(len(truth)), worst
+}
+
+// batchFor is the Upsert batch size for n records.
+func (c *Config) batchFor(n int) int {
+	if c.Batch == 0 {
+		return max(1, n)
+	}
+	return c.Batch
 }

@@ -458,6 +458,12 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 			return err
 		}
 		if rebuild {
+			// Room for the whole graph in memory: pgvector builds much
+			// faster when it fits (its own advice), and the setting ends
+			// with the transaction.
+			if _, err := tx.Exec(ctx, "SET LOCAL maintenance_work_mem = '1GB'"); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, c.qCreateHNSW); err != nil {
 				return fmt.Errorf("rebuild hnsw index: %w", err)
 			}

@@ -61,7 +61,7 @@ func run(args []string, stderr io.Writer) int {
 	k := fs.Int("k", 10, "neighbours per query")
 	efSweep := fs.String("ef-sweep", "", "further HNSW ef_search values to measure recall and latency at, e.g. 80,160,320 (the default; \"none\" for none)")
 	noVariants := fs.Bool("no-variants", false, "skip the backends' variants (chromem: dot-product collection scanned by the driver)")
-	batch := fs.Int("batch", 1000, "records per Upsert call")
+	batch := fs.Int("batch", 0, "records per Upsert call; 0 loads each dataset in one call")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	cache := fs.String("cache", ".strata/recallbench", "cache directory of embedded vectors (\"\" for none)")
 	noPlot := fs.Bool("no-plot", false, "do not write the SVG plot")
