@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
 // DefaultMaxOutputTokens caps the answer when neither the request nor
@@ -163,7 +164,7 @@ func (m *Model) stream(ctx context.Context, params sdk.MessageNewParams) (*sdk.M
 }
 
 // toResponse turns a Messages answer into items and cache figures.
-func toResponse(msg *sdk.Message, names toolNames) (*provider.Response, error) {
+func toResponse(msg *sdk.Message, names wirename.Table) (*provider.Response, error) {
 	resp := &provider.Response{StopReason: string(msg.StopReason), Model: string(msg.Model)}
 	var text []core.Part
 	flush := func() {
@@ -188,7 +189,7 @@ func toResponse(msg *sdk.Message, names toolNames) (*provider.Response, error) {
 				}
 				args = buf.String()
 			}
-			resp.Items = append(resp.Items, core.FunctionCall(blk.ID, names.original(blk.Name), args))
+			resp.Items = append(resp.Items, core.FunctionCall(blk.ID, names.Original(blk.Name), args))
 		}
 		// Thinking and server-tool blocks have no item form; they are
 		// not replayed.

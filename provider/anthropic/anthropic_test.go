@@ -12,6 +12,7 @@ import (
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
 	"github.com/stratamem/strata/provider/anthropic"
+	pt "github.com/stratamem/strata/provider/internal/providertest"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -63,19 +64,19 @@ func TestInvalidViews(t *testing.T) {
 	if _, err := m.Respond(context.Background(), provider.Request{}); !errors.Is(err, anthropic.ErrInvalidRequest) {
 		t.Fatalf("nil view: %v", err)
 	}
-	s := startSession(t, core.Config{System: []core.Item{core.SystemMessage("sys")}})
-	v := assemble(t, s)
+	s := pt.StartSession(t, core.Config{System: []core.Item{core.SystemMessage("sys")}})
+	v := pt.Assemble(t, s)
 	if _, err := m.Respond(context.Background(), provider.Request{View: v}); !errors.Is(err, anthropic.ErrInvalidRequest) {
 		t.Fatalf("system-only view: %v", err)
 	}
-	s = startSession(t, core.Config{})
-	must(t, s.Append(context.Background(), core.UserMessage("q"), core.FunctionCall("c1", "f", `[1,2]`), core.FunctionCallOutput("c1", "x")))
-	v = assemble(t, s)
+	s = pt.StartSession(t, core.Config{})
+	pt.Must(t, s.Append(context.Background(), core.UserMessage("q"), core.FunctionCall("c1", "f", `[1,2]`), core.FunctionCallOutput("c1", "x")))
+	v = pt.Assemble(t, s)
 	if _, err := m.Respond(context.Background(), provider.Request{View: v}); !errors.Is(err, anthropic.ErrInvalidRequest) {
 		t.Fatalf("array arguments: %v", err)
 	}
-	if f.requests() != 0 {
-		t.Fatalf("%d requests sent for invalid views", f.requests())
+	if f.Requests() != 0 {
+		t.Fatalf("%d requests sent for invalid views", f.Requests())
 	}
 }
 
@@ -91,10 +92,10 @@ func TestResponseItemsAndUsage(t *testing.T) {
 			}}
 		}
 		m := newModel(t, f, anthropic.Options{Stream: stream})
-		s := startSession(t, core.Config{System: []core.Item{core.SystemMessage(strings.Repeat("Be precise. ", 600))},
-			Layers: []core.AnyLayer{notesLayer()}})
-		must(t, s.Append(context.Background(), core.UserMessage("Remember milk.")))
-		v := assemble(t, s)
+		s := pt.StartSession(t, core.Config{System: []core.Item{core.SystemMessage(strings.Repeat("Be precise. ", 600))},
+			Layers: []core.AnyLayer{pt.NotesLayer()}})
+		pt.Must(t, s.Append(context.Background(), core.UserMessage("Remember milk.")))
+		v := pt.Assemble(t, s)
 		var reads []int
 		for round := 0; round < 2; round++ {
 			resp, err := m.Respond(context.Background(), provider.Request{View: v})
@@ -133,9 +134,9 @@ func TestCompatibleServerWithoutCacheFigures(t *testing.T) {
 	f := newFakeAnthropic(t)
 	f.omitCache = true
 	m := newModel(t, f, anthropic.Options{})
-	s := startSession(t, core.Config{})
-	must(t, s.Append(context.Background(), core.UserMessage("hi")))
-	resp, err := m.Respond(context.Background(), provider.Request{View: assemble(t, s)})
+	s := pt.StartSession(t, core.Config{})
+	pt.Must(t, s.Append(context.Background(), core.UserMessage("hi")))
+	resp, err := m.Respond(context.Background(), provider.Request{View: pt.Assemble(t, s)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,16 +145,10 @@ func TestCompatibleServerWithoutCacheFigures(t *testing.T) {
 	}
 }
 
-func plainView(t *testing.T) *core.View {
-	s := startSession(t, core.Config{})
-	must(t, s.Append(context.Background(), core.UserMessage("hi")))
-	return assemble(t, s)
-}
-
 // Provider failures come back as *provider.Error with retry advice and
 // no response, never as a partial answer.
 func TestErrors(t *testing.T) {
-	view := plainView(t)
+	view := pt.PlainView(t)
 	for _, tc := range []struct {
 		name       string
 		stream     bool
@@ -180,24 +175,18 @@ func TestErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeAnthropic(t)
 			if tc.status != 0 {
-				f.fail = func(int) (int, http.Header, string) { return tc.status, tc.header, "the server said no" }
+				f.Failure = func(int) (int, http.Header, string) { return tc.status, tc.header, "the server said no" }
 			}
 			if tc.reply != nil {
 				rep := *tc.reply
 				f.reply = func(int, map[string]any) fakeReply { return rep }
 			}
 			if tc.timeout > 0 {
-				f.delay = 2 * time.Second
+				f.Delay = 2 * time.Second
 			}
 			m := newModel(t, f, anthropic.Options{Stream: tc.stream, Timeout: tc.timeout})
 			resp, err := m.Respond(context.Background(), provider.Request{View: view})
-			if resp != nil {
-				t.Fatalf("a failed call returned a response: %+v", resp)
-			}
-			var perr *provider.Error
-			if !errors.As(err, &perr) || !errors.Is(err, provider.ErrProvider) {
-				t.Fatalf("err = %v (%T), want *provider.Error", err, err)
-			}
+			perr := pt.ProviderError(t, resp, err)
 			if perr.Provider != "anthropic" || perr.StatusCode != tc.wantStatus || perr.Retryable != tc.retryable || perr.RetryAfter != tc.after {
 				t.Fatalf("err = %+v", perr)
 			}
@@ -207,8 +196,8 @@ func TestErrors(t *testing.T) {
 			if tc.status != 0 && tc.status != 529 && !strings.Contains(perr.Message, "the server said no") {
 				t.Fatalf("message = %q", perr.Message)
 			}
-			if f.requests() != 1 {
-				t.Fatalf("%d requests: the SDK must not retry by default", f.requests())
+			if f.Requests() != 1 {
+				t.Fatalf("%d requests: the SDK must not retry by default", f.Requests())
 			}
 		})
 	}
@@ -217,28 +206,23 @@ func TestErrors(t *testing.T) {
 // With MaxRetries the SDK retries retryable failures itself.
 func TestSDKRetries(t *testing.T) {
 	f := newFakeAnthropic(t)
-	f.fail = func(n int) (int, http.Header, string) {
-		if n < 2 {
-			return 503, http.Header{"Retry-After-Ms": {"1"}}, "busy"
-		}
-		return 0, nil, ""
-	}
+	f.Failure = pt.FailFirst(2, 503, http.Header{"Retry-After-Ms": {"1"}}, "busy")
 	m := newModel(t, f, anthropic.Options{MaxRetries: 2})
-	if _, err := m.Respond(context.Background(), provider.Request{View: plainView(t)}); err != nil {
+	if _, err := m.Respond(context.Background(), provider.Request{View: pt.PlainView(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if f.requests() != 3 {
-		t.Fatalf("%d requests, want 3", f.requests())
+	if f.Requests() != 3 {
+		t.Fatalf("%d requests, want 3", f.Requests())
 	}
 }
 
 func TestCanceledIsNotRetryable(t *testing.T) {
 	f := newFakeAnthropic(t)
-	f.delay = 2 * time.Second
+	f.Delay = 2 * time.Second
 	m := newModel(t, f, anthropic.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	_, err := m.Respond(ctx, provider.Request{View: plainView(t)})
+	_, err := m.Respond(ctx, provider.Request{View: pt.PlainView(t)})
 	var perr *provider.Error
 	if !errors.As(err, &perr) || perr.Retryable || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
@@ -250,53 +234,28 @@ func TestCanceledIsNotRetryable(t *testing.T) {
 // expires before turn 3, and the view after it starts a new epoch with
 // reason cache-miss.
 func TestFirstRoundMissReanchors(t *testing.T) {
-	ctx := context.Background()
 	f := newFakeAnthropic(t)
 	m := newModel(t, f, anthropic.Options{Stream: true})
-	doc := strings.Repeat("Reference material that holds still. ", 400)
-	s := startSession(t, core.Config{System: []core.Item{core.SystemMessage("You answer from the reference.")},
-		Layers: []core.AnyLayer{textLayer("reference", core.SlotRAG, core.PlacementAnchor, &doc)}})
-	var reports []core.CacheReport
-	for turn := 1; turn <= 3; turn++ {
-		if turn == 3 {
-			f.advance(10 * time.Minute) // past the 5-minute TTL: the cache is gone
-		}
-		must(t, s.Append(ctx, core.UserMessage("question "+string(rune('0'+turn)))))
-		v := assemble(t, s)
-		if turn > 1 && v.Usage.Epoch.Reanchored {
-			t.Fatalf("turn %d re-anchored early: %+v", turn, v.Usage.Epoch)
-		}
-		resp, err := m.Respond(ctx, provider.Request{View: v, ThreadID: "thread-1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		report := resp.Cache
-		report.FirstRound = true
-		s.ReportCache(report)
-		reports = append(reports, report)
-		must(t, s.Record(ctx, resp.Items...))
-	}
+	s, reports := pt.MissTurns(t, m, func() {
+		f.Advance(10 * time.Minute) // past the 5-minute TTL: the cache is gone
+	})
 	if r := reports[1]; r.ReadTokens < 1000 {
 		t.Fatalf("turn 2 should read the anchored prefix from cache: %+v", r)
 	}
 	if r := reports[2]; r.ReadTokens != 0 || r.WriteTokens+r.UncachedTokens < 1000 {
 		t.Fatalf("turn 3 should miss with a large input: %+v", r)
 	}
-	must(t, s.Append(ctx, core.UserMessage("question 4")))
-	v := assemble(t, s)
-	if ep := v.Usage.Epoch; !ep.Reanchored || ep.ReanchorReason != core.ReasonCacheMiss {
-		t.Fatalf("epoch after the miss = %+v", ep)
-	}
+	pt.CheckReanchored(t, s)
 }
 
 // The key comes from Options.APIKey, else from ANTHROPIC_API_KEY.
 func TestAPIKeyFromOptionOrEnv(t *testing.T) {
 	f := newFakeAnthropic(t)
-	view := plainView(t)
+	view := pt.PlainView(t)
 	t.Setenv("ANTHROPIC_API_KEY", "key-from-env")
 	for n, opts := range []anthropic.Options{
-		{Model: "claude-sonnet-4-5", BaseURL: f.srv.URL, APIKey: "key-from-options"},
-		{Model: "claude-sonnet-4-5", BaseURL: f.srv.URL},
+		{Model: "claude-sonnet-4-5", BaseURL: f.URL, APIKey: "key-from-options"},
+		{Model: "claude-sonnet-4-5", BaseURL: f.URL},
 	} {
 		m, err := anthropic.New(opts)
 		if err != nil {
@@ -306,9 +265,7 @@ func TestAPIKeyFromOptionOrEnv(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"key-from-options", "key-from-env"}[n]
-		f.mu.Lock()
-		h := f.header[n]
-		f.mu.Unlock()
+		h := f.Header(n)
 		if got := h.Get("X-Api-Key") + h.Get("Authorization"); !strings.Contains(got, want) {
 			t.Fatalf("request %d authenticated with %q, want %q", n, got, want)
 		}

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/httperr"
 )
 
 // ErrInvalidRequest is wrapped by the errors of a view the adapter cannot
@@ -65,81 +61,14 @@ func toError(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	switch {
 	case errors.As(err, &apiErr):
-		e.StatusCode = apiErr.StatusCode
-		if st, ok := errorTypeStatus[string(apiErr.Type())]; ok && (e.StatusCode == 0 || e.StatusCode == http.StatusOK) {
+		status := apiErr.StatusCode
+		if st, ok := errorTypeStatus[string(apiErr.Type())]; ok && (status == 0 || status == http.StatusOK) {
 			// An error event inside a stream that had answered 200.
-			e.StatusCode = st
+			status = st
 		}
-		e.Message = apiErr.Message
-		if e.Message == "" {
-			e.Message = strings.TrimSpace(apiErr.RawJSON())
-		}
-		if e.Message == "" {
-			e.Message = http.StatusText(e.StatusCode)
-		}
-		e.Retryable = retryableStatus(e.StatusCode)
-		if apiErr.Response != nil {
-			switch apiErr.Response.Header.Get("x-should-retry") {
-			case "true":
-				e.Retryable = true
-			case "false":
-				e.Retryable = false
-			}
-			e.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
-		}
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		e.Retryable = true
-		e.Message = "request timed out"
-	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
-		e.Message = "request canceled"
-	case isTransport(err):
-		// The request may not have reached the server, or the answer
-		// broke off: the same request can succeed later.
-		e.Retryable = true
-		e.Message = err.Error()
+		httperr.FromHTTP(e, status, apiErr.Message, apiErr.RawJSON(), apiErr.Response, time.Now())
 	default:
-		e.Message = err.Error()
+		httperr.FromFailure(ctx, e, err, errIncompleteStream)
 	}
 	return e
-}
-
-func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-func isTransport(err error) bool {
-	var ue *url.Error
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ue) || errors.As(err, &ne) || errors.As(err, &oe) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errIncompleteStream)
-}
-
-// retryAfter reads the provider's advice: retry-after-ms (milliseconds),
-// then retry-after (seconds or an HTTP date). Zero when absent or past.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

@@ -2,22 +2,16 @@ package anthropic_test
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
 	"github.com/stratamem/strata/provider/anthropic"
+	pt "github.com/stratamem/strata/provider/internal/providertest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/")
 
 func newModel(t *testing.T, f *fakeAnthropic, opts anthropic.Options) *anthropic.Model {
 	t.Helper()
@@ -25,7 +19,7 @@ func newModel(t *testing.T, f *fakeAnthropic, opts anthropic.Options) *anthropic
 		opts.Model = "claude-sonnet-4-5"
 	}
 	opts.APIKey = "test-key"
-	opts.BaseURL = f.srv.URL
+	opts.BaseURL = f.URL
 	m, err := anthropic.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -33,105 +27,33 @@ func newModel(t *testing.T, f *fakeAnthropic, opts anthropic.Options) *anthropic
 	return m
 }
 
-func loadSchema(t *testing.T) *jsonschema.Resolved {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "messages-request.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
-}
-
 // TestGoldenRequests sends representative views through the SDK to the
 // fake server, checks the exact bodies it received against
 // testdata/<view>.json (go test -update rewrites them), against the
 // request schema, and against the rules the schema cannot express.
 func TestGoldenRequests(t *testing.T) {
-	schema := loadSchema(t)
+	schema := pt.LoadSchema(t, filepath.Join("testdata", "messages-request.schema.json"))
 	for _, stream := range []bool{false, true} {
 		f := newFakeAnthropic(t)
 		m := newModel(t, f, anthropic.Options{Stream: stream})
-		for _, gv := range goldenViews(t) {
-			t.Run(fmt.Sprintf("%s/stream=%v", gv.name, stream), func(t *testing.T) {
-				n := f.requests()
-				resp, err := m.Respond(context.Background(), provider.Request{View: gv.view, ThreadID: "thread-1", MaxOutputTokens: 1024})
+		for _, gv := range pt.GoldenViews(t) {
+			t.Run(fmt.Sprintf("%s/stream=%v", gv.Name, stream), func(t *testing.T) {
+				n := f.Requests()
+				resp, err := m.Respond(context.Background(), provider.Request{View: gv.View, ThreadID: "thread-1", MaxOutputTokens: 1024})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(resp.Items) != 1 || resp.Items[0].Text() != "ok" {
 					t.Fatalf("items = %+v", resp.Items)
 				}
-				raw := f.body(n)
-				var body map[string]any
-				if err := json.Unmarshal(raw, &body); err != nil {
-					t.Fatal(err)
-				}
-				if err := schema.Validate(body); err != nil {
-					t.Fatalf("body violates the request schema: %v\n%s", err, raw)
-				}
+				raw := f.Body(n)
+				body := pt.DecodeBody(t, schema, raw)
 				checkWireRules(t, body)
-				checkBreakpoints(t, gv.view, body)
-				if stream {
-					if body["stream"] != true {
-						t.Fatal("streaming request without stream: true")
-					}
-					delete(body, "stream")
-					// Apart from the flag the streamed body is the same.
-					if plain, _ := json.Marshal(body); !jsonEqual(t, plain, goldenBytes(t, gv.name)) {
-						t.Fatalf("streamed body differs from the golden one:\n%s", raw)
-					}
-					return
-				}
-				compareGolden(t, gv.name, indent(t, raw))
+				checkBreakpoints(t, gv.View, body)
+				pt.CheckGolden(t, filepath.Join("testdata", gv.Name+".json"), raw, body, stream, nil)
 			})
 		}
 	}
-}
-
-func goldenBytes(t *testing.T, name string) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
-func compareGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Fatalf("request body for %s differs from %s:\n got: %s\nwant: %s", name, path, got, want)
-	}
-}
-
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		t.Fatal("not JSON")
-	}
-	ra, _ := json.Marshal(x)
-	rb, _ := json.Marshal(y)
-	return string(ra) == string(rb)
 }
 
 // checkWireRules checks what the Messages API requires beyond the

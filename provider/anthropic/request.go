@@ -9,6 +9,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
 // The wrapper around developer text that lands in a user turn. The
@@ -89,12 +90,12 @@ func (b *requestBuilder) mark(ref blockRef, cc sdk.CacheControlEphemeralParam) {
 
 // buildParams turns a view into a Messages request. It returns the table
 // that maps the response's tool names back.
-func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParams, toolNames, error) {
+func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParams, wirename.Table, error) {
 	var p sdk.MessageNewParams
 	if view == nil {
 		return p, nil, fmt.Errorf("%w: no view", ErrInvalidRequest)
 	}
-	names, err := newToolNames(view.Tools)
+	names, err := wirename.NewTable(view.Tools, ErrInvalidRequest)
 	if err != nil {
 		return p, nil, err
 	}

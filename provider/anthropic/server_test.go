@@ -1,17 +1,14 @@
 package anthropic_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stratamem/strata/cachesim"
+	pt "github.com/stratamem/strata/provider/internal/providertest"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -22,23 +19,15 @@ import (
 // so a request without breakpoints caches nothing and an expired entry
 // misses, as on the real API.
 type fakeAnthropic struct {
-	t   *testing.T
-	srv *httptest.Server
+	*pt.Server
 	sim *cachesim.Anthropic
 
-	mu     sync.Mutex
-	now    time.Time
-	bodies [][]byte
-	header []http.Header
+	mu sync.Mutex
 	// reply answers request n (from 0); nil answers "ok".
 	reply func(n int, body map[string]any) fakeReply
-	// fail, when it returns a status, answers request n with that error.
-	fail func(n int) (status int, header http.Header, body string)
 	// omitCache leaves the cache fields out of usage, like a compatible
 	// server that does not report them.
 	omitCache bool
-	// delay holds each answer back, for timeouts.
-	delay time.Duration
 }
 
 // fakeReply is the content of one answer.
@@ -58,67 +47,27 @@ func newFakeAnthropic(t *testing.T) *fakeAnthropic {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeAnthropic{t: t, sim: sim, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
-	t.Cleanup(f.srv.Close)
+	f := &fakeAnthropic{sim: sim}
+	f.Server = pt.NewServer(t, f.handle)
 	return f
 }
 
-// advance moves the server's clock, e.g. past the cache TTL.
-func (f *fakeAnthropic) advance(d time.Duration) {
+func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request, got pt.Received) {
+	n, raw, at := got.N, got.Body, got.At
 	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
-
-func (f *fakeAnthropic) requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-func (f *fakeAnthropic) body(n int) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.bodies[n]
-}
-
-func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	n := len(f.bodies)
-	f.bodies = append(f.bodies, raw)
-	f.header = append(f.header, r.Header.Clone())
-	f.now = f.now.Add(time.Second)
-	at := f.now
-	fail, reply, delay, omit := f.fail, f.reply, f.delay, f.omitCache
+	reply, omit := f.reply, f.omitCache
 	f.mu.Unlock()
 
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
 	if r.URL.Path != "/v1/messages" || r.Method != http.MethodPost {
 		writeError(w, http.StatusNotFound, "not_found_error", "no route "+r.URL.Path)
 		return
 	}
-	if fail != nil {
-		if status, h, msg := fail(n); status != 0 {
-			for k, v := range h {
-				w.Header()[k] = v
-			}
-			typ := map[int]string{400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[status]
-			writeError(w, status, typ, msg)
-			return
-		}
+	if status, msg := f.Failed(w, n); status != 0 {
+		typ := map[int]string{400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[status]
+		writeError(w, status, typ, msg)
+		return
 	}
+
 	var req map[string]any
 	if err := json.Unmarshal(raw, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "body is not JSON")
@@ -192,7 +141,7 @@ func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep
 			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
 			text := b["text"].(string)
-			for _, piece := range split(text) {
+			for _, piece := range pt.Split(text) {
 				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]any{"type": "text_delta", "text": piece}})
 			}
@@ -200,7 +149,7 @@ func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep
 			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
 			input, _ := json.Marshal(b["input"])
-			for _, piece := range split(string(input)) {
+			for _, piece := range pt.Split(string(input)) {
 				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
 			}
@@ -217,15 +166,6 @@ func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep
 	send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": rep.stopReason, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
 	send("message_stop", map[string]any{"type": "message_stop"})
-}
-
-// split cuts s in three pieces, as deltas arrive.
-func split(s string) []string {
-	if len(s) < 3 {
-		return []string{s}
-	}
-	a, b := len(s)/3, 2*len(s)/3
-	return []string{s[:a], s[a:b], s[b:]}
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
@@ -289,15 +229,4 @@ func simBlocks(req map[string]any) ([]cachesim.Block, error) {
 		}
 	}
 	return blocks, nil
-}
-
-// indent renders a body for golden files, keeping the SDK's key order.
-func indent(t *testing.T, raw []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		t.Fatalf("body is not JSON: %v\n%s", err, raw)
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
 // chatMsg is one Chat Completions message before it becomes an SDK param.
@@ -210,7 +211,7 @@ func (m *Model) chatParams(req provider.Request, maxTokens int) (sdk.ChatComplet
 	return p, inject, nil
 }
 
-func (m *Model) respondChat(ctx context.Context, req provider.Request, maxTokens int, names toolNames) (*provider.Response, error) {
+func (m *Model) respondChat(ctx context.Context, req provider.Request, maxTokens int, names wirename.Table) (*provider.Response, error) {
 	p, inject, err := m.chatParams(req, maxTokens)
 	if err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ func (m *Model) streamChat(ctx context.Context, p sdk.ChatCompletionNewParams, i
 	return &cc, nil
 }
 
-func chatResponse(cc *sdk.ChatCompletion, names toolNames) (*provider.Response, error) {
+func chatResponse(cc *sdk.ChatCompletion, names wirename.Table) (*provider.Response, error) {
 	if len(cc.Choices) == 0 {
 		return nil, fmt.Errorf("%w: the completion has no choices", errIncompleteStream)
 	}
@@ -287,7 +288,7 @@ func chatResponse(cc *sdk.ChatCompletion, names toolNames) (*provider.Response, 
 		if args == "" {
 			args = "{}"
 		}
-		resp.Items = append(resp.Items, core.FunctionCall(tc.ID, names.original(tc.Function.Name), args))
+		resp.Items = append(resp.Items, core.FunctionCall(tc.ID, names.Original(tc.Function.Name), args))
 	}
 	u := cc.Usage
 	resp.InputTokens, resp.OutputTokens = int(u.PromptTokens), int(u.CompletionTokens)

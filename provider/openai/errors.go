@@ -5,18 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/httperr"
 )
 
 // ErrInvalidRequest is wrapped by the errors of a view the adapter cannot
@@ -120,24 +116,7 @@ func toError(ctx context.Context, err error) error {
 	var se *ssestream.StreamError
 	switch {
 	case errors.As(err, &apiErr):
-		e.StatusCode = apiErr.StatusCode
-		e.Message = apiErr.Message
-		if e.Message == "" {
-			e.Message = strings.TrimSpace(apiErr.RawJSON())
-		}
-		if e.Message == "" {
-			e.Message = http.StatusText(e.StatusCode)
-		}
-		e.Retryable = retryableStatus(e.StatusCode)
-		if apiErr.Response != nil {
-			switch apiErr.Response.Header.Get("x-should-retry") {
-			case "true":
-				e.Retryable = true
-			case "false":
-				e.Retryable = false
-			}
-			e.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
-		}
+		httperr.FromHTTP(e, apiErr.StatusCode, apiErr.Message, apiErr.RawJSON(), apiErr.Response, time.Now())
 	case errors.As(err, &se):
 		sf = parseStreamError(se.Event.Data)
 		fallthrough
@@ -149,60 +128,9 @@ func toError(ctx context.Context, err error) error {
 		}
 		// An unknown failure inside a stream that had started is most
 		// likely the server's; a known client error is final.
-		e.Retryable = e.StatusCode == 0 || retryableStatus(e.StatusCode)
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		e.Retryable = true
-		e.Message = "request timed out"
-	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
-		e.Message = "request canceled"
-	case isTransport(err):
-		// The request may not have reached the server, or the answer
-		// broke off: the same request can succeed later.
-		e.Retryable = true
-		e.Message = err.Error()
+		e.Retryable = e.StatusCode == 0 || httperr.RetryableStatus(e.StatusCode)
 	default:
-		e.Message = err.Error()
+		httperr.FromFailure(ctx, e, err, errIncompleteStream)
 	}
 	return e
-}
-
-func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-func isTransport(err error) bool {
-	var ue *url.Error
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ue) || errors.As(err, &ne) || errors.As(err, &oe) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errIncompleteStream)
-}
-
-// retryAfter reads the provider's advice: retry-after-ms (milliseconds),
-// then retry-after (seconds or an HTTP date). Zero when absent or past.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

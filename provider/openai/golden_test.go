@@ -2,10 +2,7 @@ package openai_test
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,10 +11,9 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	pt "github.com/stratamem/strata/provider/internal/providertest"
 	"github.com/stratamem/strata/provider/openai"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/")
 
 func newModel(t *testing.T, f *fakeOpenAI, opts openai.Options) *openai.Model {
 	t.Helper()
@@ -25,29 +21,12 @@ func newModel(t *testing.T, f *fakeOpenAI, opts openai.Options) *openai.Model {
 		opts.Model = "gpt-5-mini"
 	}
 	opts.APIKey = "test-key"
-	opts.BaseURL = f.srv.URL
+	opts.BaseURL = f.URL
 	m, err := openai.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
-}
-
-func loadSchema(t *testing.T, name string) *jsonschema.Resolved {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rs
 }
 
 type goldenCase struct {
@@ -73,10 +52,10 @@ var goldenCases = []goldenCase{
 // express: calls answered, markers on exactly the breakpoint texts.
 func TestGoldenRequests(t *testing.T) {
 	schemas := map[openai.API]*jsonschema.Resolved{
-		openai.ChatCompletions: loadSchema(t, "chat-request.schema.json"),
-		openai.Responses:       loadSchema(t, "responses-request.schema.json"),
+		openai.ChatCompletions: pt.LoadSchema(t, filepath.Join("testdata", "chat-request.schema.json")),
+		openai.Responses:       pt.LoadSchema(t, filepath.Join("testdata", "responses-request.schema.json")),
 	}
-	views := goldenViews(t)
+	views := pt.GoldenViews(t)
 	for _, gc := range goldenCases {
 		for _, stream := range []bool{false, true} {
 			f := newFakeOpenAI(t)
@@ -84,12 +63,12 @@ func TestGoldenRequests(t *testing.T) {
 			opts.Stream = stream
 			m := newModel(t, f, opts)
 			for _, gv := range views {
-				if gc.views != nil && !slices.Contains(gc.views, gv.name) {
+				if gc.views != nil && !slices.Contains(gc.views, gv.Name) {
 					continue
 				}
-				t.Run(fmt.Sprintf("%s-%s/stream=%v", gc.name, gv.name, stream), func(t *testing.T) {
-					n := f.requests()
-					resp, err := m.Respond(context.Background(), provider.Request{View: gv.view, ThreadID: "thread-1", MaxOutputTokens: 1024})
+				t.Run(fmt.Sprintf("%s-%s/stream=%v", gc.name, gv.Name, stream), func(t *testing.T) {
+					n := f.Requests()
+					resp, err := m.Respond(context.Background(), provider.Request{View: gv.View, ThreadID: "thread-1", MaxOutputTokens: 1024})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -97,17 +76,11 @@ func TestGoldenRequests(t *testing.T) {
 						t.Fatalf("response = %+v", resp)
 					}
 					wantPath := map[openai.API]string{openai.ChatCompletions: "/chat/completions", openai.Responses: "/responses"}[gc.opts.API]
-					if f.path(n) != wantPath {
-						t.Fatalf("path %s, want %s", f.path(n), wantPath)
+					if f.Path(n) != wantPath {
+						t.Fatalf("path %s, want %s", f.Path(n), wantPath)
 					}
-					raw := f.body(n)
-					var body map[string]any
-					if err := json.Unmarshal(raw, &body); err != nil {
-						t.Fatal(err)
-					}
-					if err := schemas[gc.opts.API].Validate(body); err != nil {
-						t.Fatalf("body violates the request schema: %v\n%s", err, raw)
-					}
+					raw := f.Body(n)
+					body := pt.DecodeBody(t, schemas[gc.opts.API], raw)
 					if body["prompt_cache_key"] != "thread-1" {
 						t.Fatalf("prompt_cache_key = %v", body["prompt_cache_key"])
 					}
@@ -116,61 +89,21 @@ func TestGoldenRequests(t *testing.T) {
 					} else {
 						checkResponsesRules(t, body)
 					}
-					checkMarkers(t, gc.opts, gv.view, body)
-					golden := filepath.Join("testdata", gc.name+"-"+gv.name+".json")
-					if stream {
-						if body["stream"] != true {
-							t.Fatal("streaming request without stream: true")
-						}
-						delete(body, "stream")
-						if gc.opts.API == openai.ChatCompletions {
+					checkMarkers(t, gc.opts, gv.View, body)
+					var dropStream func(map[string]any)
+					if gc.opts.API == openai.ChatCompletions {
+						dropStream = func(body map[string]any) {
 							if so, _ := body["stream_options"].(map[string]any); so["include_usage"] != true {
 								t.Fatal("a streamed chat request must ask for the usage chunk")
 							}
 							delete(body, "stream_options")
 						}
-						want, err := os.ReadFile(golden)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if plain, _ := json.Marshal(body); !jsonEqual(t, plain, want) {
-							t.Fatalf("streamed body differs from the golden one:\n%s", raw)
-						}
-						return
 					}
-					compareGolden(t, golden, indent(t, raw))
+					pt.CheckGolden(t, filepath.Join("testdata", gc.name+"-"+gv.Name+".json"), raw, body, stream, dropStream)
 				})
 			}
 		}
 	}
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Fatalf("request body differs from %s:\n got: %s\nwant: %s", path, got, want)
-	}
-}
-
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		t.Fatal("not JSON")
-	}
-	ra, _ := json.Marshal(x)
-	rb, _ := json.Marshal(y)
-	return string(ra) == string(rb)
 }
 
 // checkChatRules: every tool call of an assistant message is answered by

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
 // API picks the OpenAI endpoint a Model calls.
@@ -174,7 +175,7 @@ func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Re
 	if maxTokens <= 0 {
 		maxTokens = m.opts.MaxOutputTokens
 	}
-	names, err := newToolNames(req.View.Tools)
+	names, err := wirename.NewTable(req.View.Tools, ErrInvalidRequest)
 	if err != nil {
 		return nil, err
 	}

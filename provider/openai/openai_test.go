@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	pt "github.com/stratamem/strata/provider/internal/providertest"
 	"github.com/stratamem/strata/provider/openai"
 )
 
@@ -48,8 +49,8 @@ func TestInvalidViews(t *testing.T) {
 		if _, err := m.Respond(context.Background(), provider.Request{}); !errors.Is(err, openai.ErrInvalidRequest) {
 			t.Fatalf("%v nil view: %v", api, err)
 		}
-		s := startSession(t, core.Config{})
-		if _, err := m.Respond(context.Background(), provider.Request{View: assemble(t, s)}); !errors.Is(err, openai.ErrInvalidRequest) {
+		s := pt.StartSession(t, core.Config{})
+		if _, err := m.Respond(context.Background(), provider.Request{View: pt.Assemble(t, s)}); !errors.Is(err, openai.ErrInvalidRequest) {
 			t.Fatalf("%v empty view: %v", api, err)
 		}
 		// Two functions that meet on the wire cannot be told apart.
@@ -57,15 +58,15 @@ func TestInvalidViews(t *testing.T) {
 		ab := core.Layer[int]{ID: "a_b", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "c"}}}
 		// "a/b_c" -> "a__b_c", "a_b/c" -> "a_b__c": distinct; "a.b/c" -> "a_b__c" collides.
 		adot := core.Layer[int]{ID: "a.b", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "c"}}}
-		s = startSession(t, core.Config{Layers: []core.AnyLayer{a, ab, adot}})
-		must(t, s.Append(context.Background(), core.UserMessage("hi")))
-		if _, err := m.Respond(context.Background(), provider.Request{View: assemble(t, s)}); !errors.Is(err, openai.ErrInvalidRequest) ||
+		s = pt.StartSession(t, core.Config{Layers: []core.AnyLayer{a, ab, adot}})
+		pt.Must(t, s.Append(context.Background(), core.UserMessage("hi")))
+		if _, err := m.Respond(context.Background(), provider.Request{View: pt.Assemble(t, s)}); !errors.Is(err, openai.ErrInvalidRequest) ||
 			!strings.Contains(err.Error(), "a_b__c") {
 			t.Fatalf("%v colliding tools: %v", api, err)
 		}
 	}
-	if f.requests() != 0 {
-		t.Fatalf("%d requests sent for invalid views", f.requests())
+	if f.Requests() != 0 {
+		t.Fatalf("%d requests sent for invalid views", f.Requests())
 	}
 }
 
@@ -83,10 +84,10 @@ func TestResponseItemsAndUsage(t *testing.T) {
 				}}
 			}
 			m := newModel(t, f, openai.Options{API: api, Stream: stream})
-			s := startSession(t, core.Config{System: []core.Item{core.SystemMessage(strings.Repeat("Be precise. ", 600))},
-				Layers: []core.AnyLayer{notesLayer()}})
-			must(t, s.Append(context.Background(), core.UserMessage("Remember milk and eggs.")))
-			v := assemble(t, s)
+			s := pt.StartSession(t, core.Config{System: []core.Item{core.SystemMessage(strings.Repeat("Be precise. ", 600))},
+				Layers: []core.AnyLayer{pt.NotesLayer()}})
+			pt.Must(t, s.Append(context.Background(), core.UserMessage("Remember milk and eggs.")))
+			v := pt.Assemble(t, s)
 			var reads []int
 			for round := 0; round < 2; round++ {
 				resp, err := m.Respond(context.Background(), provider.Request{View: v, ThreadID: "thread-1"})
@@ -124,17 +125,17 @@ func TestCompatibleServer(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "key-from-env")
 	f := newFakeOpenAI(t)
 	f.omitDetails = true
-	m, err := openai.New(openai.Options{Model: "llama3.2", API: openai.ChatCompletions, BaseURL: f.srv.URL,
+	m, err := openai.New(openai.Options{Model: "llama3.2", API: openai.ChatCompletions, BaseURL: f.URL,
 		Developer: openai.DeveloperAsSystem, LegacyMaxTokens: true, MaxOutputTokens: 256, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := "Reference."
-	s := startSession(t, core.Config{Layers: []core.AnyLayer{textLayer("ref", core.SlotRAG, core.PlacementAnchor, &doc)}})
+	s := pt.StartSession(t, core.Config{Layers: []core.AnyLayer{pt.TextLayer("ref", core.SlotRAG, core.PlacementAnchor, &doc)}})
 	ctx := context.Background()
 	for turn := 0; turn < 4; turn++ {
-		must(t, s.Append(ctx, core.UserMessage(fmt.Sprint("q", turn))))
-		v := assemble(t, s)
+		pt.Must(t, s.Append(ctx, core.UserMessage(fmt.Sprint("q", turn))))
+		v := pt.Assemble(t, s)
 		resp, err := m.Respond(ctx, provider.Request{View: v, ThreadID: "thread-1"})
 		if err != nil {
 			t.Fatal(err)
@@ -145,33 +146,27 @@ func TestCompatibleServer(t *testing.T) {
 		r := resp.Cache
 		r.FirstRound = true
 		s.ReportCache(r)
-		must(t, s.Record(ctx, resp.Items...))
+		pt.Must(t, s.Record(ctx, resp.Items...))
 	}
 	var body map[string]any
-	must(t, json.Unmarshal(f.body(0), &body))
+	pt.Must(t, json.Unmarshal(f.Body(0), &body))
 	msgs := body["messages"].([]any)
 	if body["max_tokens"] != 256.0 || body["max_completion_tokens"] != nil || msgs[0].(map[string]any)["role"] != "system" {
-		t.Fatalf("body = %s", f.body(0))
+		t.Fatalf("body = %s", f.Body(0))
 	}
-	if got := f.headers(0).Get("Authorization"); got != "Bearer key-from-env" {
+	if got := f.Header(0).Get("Authorization"); got != "Bearer key-from-env" {
 		t.Fatalf("Authorization = %q", got)
 	}
-	must(t, s.Append(ctx, core.UserMessage("q4")))
-	if v := assemble(t, s); !v.Usage.Epoch.Blind {
+	pt.Must(t, s.Append(ctx, core.UserMessage("q4")))
+	if v := pt.Assemble(t, s); !v.Usage.Epoch.Blind {
 		t.Fatalf("a provider without cache figures should be marked blind: %+v", v.Usage.Epoch)
 	}
-}
-
-func plainView(t *testing.T) *core.View {
-	s := startSession(t, core.Config{})
-	must(t, s.Append(context.Background(), core.UserMessage("hi")))
-	return assemble(t, s)
 }
 
 // Provider failures come back as *provider.Error with retry advice and
 // no response, never as a partial answer.
 func TestErrors(t *testing.T) {
-	view := plainView(t)
+	view := pt.PlainView(t)
 	type tcase struct {
 		name       string
 		api        openai.API
@@ -204,32 +199,26 @@ func TestErrors(t *testing.T) {
 		t.Run(fmt.Sprintf("%v/%s", tc.api, tc.name), func(t *testing.T) {
 			f := newFakeOpenAI(t)
 			if tc.status != 0 {
-				f.fail = func(int) (int, http.Header, string) { return tc.status, tc.header, "the server said no" }
+				f.Failure = func(int) (int, http.Header, string) { return tc.status, tc.header, "the server said no" }
 			}
 			if tc.reply != nil {
 				rep := *tc.reply
 				f.reply = func(int, map[string]any) fakeReply { return rep }
 			}
 			if tc.timeout > 0 {
-				f.delay = 2 * time.Second
+				f.Delay = 2 * time.Second
 			}
 			m := newModel(t, f, openai.Options{API: tc.api, Stream: tc.stream, Timeout: tc.timeout})
 			resp, err := m.Respond(context.Background(), provider.Request{View: view})
-			if resp != nil {
-				t.Fatalf("a failed call returned a response: %+v", resp)
-			}
-			var perr *provider.Error
-			if !errors.As(err, &perr) || !errors.Is(err, provider.ErrProvider) {
-				t.Fatalf("err = %v (%T), want *provider.Error", err, err)
-			}
+			perr := pt.ProviderError(t, resp, err)
 			if perr.Provider != "openai" || perr.StatusCode != tc.wantStatus || perr.Retryable != tc.retryable || perr.RetryAfter != tc.after || perr.Message == "" {
 				t.Fatalf("err = %+v", perr)
 			}
 			if tc.status != 0 && !strings.Contains(perr.Message, "the server said no") {
 				t.Fatalf("message = %q", perr.Message)
 			}
-			if f.requests() != 1 {
-				t.Fatalf("%d requests: the SDK must not retry by default", f.requests())
+			if f.Requests() != 1 {
+				t.Fatalf("%d requests: the SDK must not retry by default", f.Requests())
 			}
 		})
 	}
@@ -237,18 +226,13 @@ func TestErrors(t *testing.T) {
 
 func TestSDKRetries(t *testing.T) {
 	f := newFakeOpenAI(t)
-	f.fail = func(n int) (int, http.Header, string) {
-		if n < 2 {
-			return 500, http.Header{"Retry-After-Ms": {"1"}}, "busy"
-		}
-		return 0, nil, ""
-	}
+	f.Failure = pt.FailFirst(2, 500, http.Header{"Retry-After-Ms": {"1"}}, "busy")
 	m := newModel(t, f, openai.Options{MaxRetries: 2})
-	if _, err := m.Respond(context.Background(), provider.Request{View: plainView(t)}); err != nil {
+	if _, err := m.Respond(context.Background(), provider.Request{View: pt.PlainView(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if f.requests() != 3 {
-		t.Fatalf("%d requests, want 3", f.requests())
+	if f.Requests() != 3 {
+		t.Fatalf("%d requests, want 3", f.Requests())
 	}
 }
 
@@ -257,42 +241,16 @@ func TestSDKRetries(t *testing.T) {
 func TestFirstRoundMissReanchors(t *testing.T) {
 	for _, api := range apis {
 		t.Run(api.String(), func(t *testing.T) {
-			ctx := context.Background()
 			f := newFakeOpenAI(t)
 			m := newModel(t, f, openai.Options{API: api, Stream: api == openai.ChatCompletions})
-			doc := strings.Repeat("Reference material that holds still. ", 400)
-			s := startSession(t, core.Config{System: []core.Item{core.SystemMessage("You answer from the reference.")},
-				Layers: []core.AnyLayer{textLayer("reference", core.SlotRAG, core.PlacementAnchor, &doc)}})
-			var reports []core.CacheReport
-			for turn := 1; turn <= 3; turn++ {
-				if turn == 3 {
-					f.advance(2 * time.Hour)
-				}
-				must(t, s.Append(ctx, core.UserMessage(fmt.Sprint("question ", turn))))
-				v := assemble(t, s)
-				if turn > 1 && v.Usage.Epoch.Reanchored {
-					t.Fatalf("turn %d re-anchored early: %+v", turn, v.Usage.Epoch)
-				}
-				resp, err := m.Respond(ctx, provider.Request{View: v, ThreadID: "thread-1"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := resp.Cache
-				r.FirstRound = true
-				s.ReportCache(r)
-				reports = append(reports, r)
-				must(t, s.Record(ctx, resp.Items...))
-			}
+			s, reports := pt.MissTurns(t, m, func() { f.Advance(2 * time.Hour) })
 			if reports[1].ReadTokens < 1024 {
 				t.Fatalf("turn 2 should read the prefix from cache: %+v", reports[1])
 			}
 			if r := reports[2]; r.ReadTokens != 0 || r.UncachedTokens < 1024 {
 				t.Fatalf("turn 3 should miss with a large input: %+v", r)
 			}
-			must(t, s.Append(ctx, core.UserMessage("question 4")))
-			if ep := assemble(t, s).Usage.Epoch; !ep.Reanchored || ep.ReanchorReason != core.ReasonCacheMiss {
-				t.Fatalf("epoch after the miss = %+v", ep)
-			}
+			pt.CheckReanchored(t, s)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
 // responsesParams builds a Responses request. Items map almost one to
@@ -110,7 +111,7 @@ func (m *Model) responsesParams(req provider.Request, maxTokens int) (responses.
 	return p, nil
 }
 
-func (m *Model) respondResponses(ctx context.Context, req provider.Request, maxTokens int, names toolNames) (*provider.Response, error) {
+func (m *Model) respondResponses(ctx context.Context, req provider.Request, maxTokens int, names wirename.Table) (*provider.Response, error) {
 	p, err := m.responsesParams(req, maxTokens)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func (m *Model) streamResponses(ctx context.Context, p responses.ResponseNewPara
 	return nil, errIncompleteStream
 }
 
-func responsesResponse(r *responses.Response, names toolNames) (*provider.Response, error) {
+func responsesResponse(r *responses.Response, names wirename.Table) (*provider.Response, error) {
 	if r.Status == "failed" {
 		return nil, &streamFailure{code: string(r.Error.Code), message: r.Error.Message}
 	}
@@ -181,7 +182,7 @@ func responsesResponse(r *responses.Response, names toolNames) (*provider.Respon
 			if args == "" {
 				args = "{}"
 			}
-			resp.Items = append(resp.Items, core.FunctionCall(out.CallID, names.original(out.Name), args))
+			resp.Items = append(resp.Items, core.FunctionCall(out.CallID, names.Original(out.Name), args))
 		}
 		// Reasoning and built-in tool items have no item form.
 	}

@@ -1,17 +1,14 @@
 package openai_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stratamem/strata/cachesim"
+	pt "github.com/stratamem/strata/provider/internal/providertest"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -22,23 +19,15 @@ import (
 // model and prompt_cache_key), so a repeated prefix of 1024+ tokens is
 // read back and an expired one misses.
 type fakeOpenAI struct {
-	t   *testing.T
-	srv *httptest.Server
+	*pt.Server
 	sim *cachesim.OpenAI
 
-	mu     sync.Mutex
-	now    time.Time
-	bodies [][]byte
-	paths  []string
-	header []http.Header
+	mu sync.Mutex
 	// reply answers request n; nil answers "ok".
 	reply func(n int, body map[string]any) fakeReply
-	// fail, when it returns a status, answers request n with that error.
-	fail func(n int) (status int, header http.Header, body string)
 	// omitDetails leaves prompt_tokens_details / input_tokens_details out
 	// of usage, as some compatible servers do.
 	omitDetails bool
-	delay       time.Duration
 }
 
 type fakeReply struct {
@@ -58,86 +47,34 @@ func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeOpenAI{t: t, sim: sim, now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
-	t.Cleanup(f.srv.Close)
+	f := &fakeOpenAI{sim: sim}
+	f.Server = pt.NewServer(t, f.handle)
 	return f
 }
 
-func (f *fakeOpenAI) advance(d time.Duration) {
+func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request, got pt.Received) {
+	n, raw, at := got.N, got.Body, got.At
 	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
-
-func (f *fakeOpenAI) requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-func (f *fakeOpenAI) body(n int) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.bodies[n]
-}
-
-func (f *fakeOpenAI) headers(n int) http.Header {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.header[n]
-}
-
-func (f *fakeOpenAI) path(n int) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.paths[n]
-}
-
-func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	n := len(f.bodies)
-	f.bodies = append(f.bodies, raw)
-	f.paths = append(f.paths, r.URL.Path)
-	f.header = append(f.header, r.Header.Clone())
-	f.now = f.now.Add(time.Second)
-	at := f.now
-	fail, reply, delay, omit := f.fail, f.reply, f.delay, f.omitDetails
+	reply, omit := f.reply, f.omitDetails
 	f.mu.Unlock()
 
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
 	chat := r.URL.Path == "/chat/completions"
 	if !chat && r.URL.Path != "/responses" {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown path "+r.URL.Path)
 		return
 	}
-	if fail != nil {
-		if status, h, msg := fail(n); status != 0 {
-			for k, v := range h {
-				w.Header()[k] = v
-			}
-			typ := "server_error"
-			switch {
-			case status == 429:
-				typ = "rate_limit_exceeded"
-			case status < 500:
-				typ = "invalid_request_error"
-			}
-			writeError(w, status, typ, msg)
-			return
+	if status, msg := f.Failed(w, n); status != 0 {
+		typ := "server_error"
+		switch {
+		case status == 429:
+			typ = "rate_limit_exceeded"
+		case status < 500:
+			typ = "invalid_request_error"
 		}
+		writeError(w, status, typ, msg)
+		return
 	}
+
 	var req map[string]any
 	if err := json.Unmarshal(raw, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "body is not JSON")
@@ -232,7 +169,7 @@ func writeChatStream(w http.ResponseWriter, n int, model string, rep fakeReply, 
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, piece := range split(rep.text) {
+	for _, piece := range pt.Split(rep.text) {
 		send(chunk(map[string]any{"content": piece}, nil))
 		if rep.streamErr {
 			// A gateway's mid-stream failure (OpenRouter's shape).
@@ -243,7 +180,7 @@ func writeChatStream(w http.ResponseWriter, n int, model string, rep fakeReply, 
 	for k, c := range rep.calls {
 		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": k, "id": c.id, "type": "function",
 			"function": map[string]any{"name": c.name, "arguments": ""}}}}, nil))
-		for _, piece := range split(c.args) {
+		for _, piece := range pt.Split(c.args) {
 			send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": k, "function": map[string]any{"arguments": piece}}}}, nil))
 		}
 	}
@@ -298,7 +235,7 @@ func writeResponsesStream(w http.ResponseWriter, n int, model string, rep fakeRe
 	if rep.text != "" {
 		item := map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", n), "status": "in_progress", "role": "assistant", "content": []any{}}
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-		for _, piece := range split(rep.text) {
+		for _, piece := range pt.Split(rep.text) {
 			send("response.output_text.delta", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": piece})
 			if rep.streamErr {
 				failed := response(n, model, fakeReply{}, nil, "failed")
@@ -315,14 +252,6 @@ func writeResponsesStream(w http.ResponseWriter, n int, model string, rep fakeRe
 		return
 	}
 	send("response.completed", map[string]any{"response": response(n, model, rep, usage, "completed")})
-}
-
-func split(s string) []string {
-	if len(s) < 3 {
-		return []string{s}
-	}
-	a, b := len(s)/3, 2*len(s)/3
-	return []string{s[:a], s[a:b], s[b:]}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -378,14 +307,4 @@ func strip(v any) {
 			strip(e)
 		}
 	}
-}
-
-func indent(t *testing.T, raw []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		t.Fatalf("body is not JSON: %v\n%s", err, raw)
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes()
 }
