@@ -1,27 +1,21 @@
 package entity
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/stratamem/strata/memory/internal/jsonargs"
 )
 
-// argError is the message sent back to the model; it matches
-// ErrInvalidUpdate.
-type argError struct{ msg string }
-
-func (e *argError) Error() string { return e.msg }
-func (e *argError) Unwrap() error { return ErrInvalidUpdate }
-
-func argErrorf(format string, a ...any) error { return &argError{msg: fmt.Sprintf(format, a...)} }
+// argErrorf words a rejection for the model; it matches ErrInvalidUpdate.
+func argErrorf(format string, a ...any) error { return jsonargs.Errorf(ErrInvalidUpdate, format, a...) }
 
 const usage = `use {"entities": [{"name": "...", "type": "person", "notes": ["..."]}]}`
 
@@ -64,26 +58,17 @@ type entityUpdate struct {
 // parseUpdate decodes and validates an update's arguments. Its errors say
 // what to fix, in words fit for the model.
 func parseUpdate(raw string) ([]entityUpdate, error) {
-	if len(raw) > MaxArgumentBytes {
-		return nil, argErrorf("arguments are %d bytes, the limit is %d", len(raw), MaxArgumentBytes)
-	}
-	if strings.TrimSpace(raw) == "" {
-		raw = "{}"
-	}
-	fields, err := decodeObject([]byte(raw))
+	fields, err := jsonargs.Fields(raw, MaxArgumentBytes, usage, ErrInvalidUpdate, "entities")
 	if err != nil {
-		return nil, argErrorf("arguments must be a JSON object (%v): %s", err, usage)
-	}
-	if unknown := unknownFields(fields, "entities"); unknown != "" {
-		return nil, argErrorf("unknown field %s: %s", unknown, usage)
+		return nil, err
 	}
 	rawList, ok := fields["entities"]
-	if !ok || isNull(rawList) {
+	if !ok || jsonargs.IsNull(rawList) {
 		return nil, argErrorf(`"entities" is missing: %s`, usage)
 	}
 	var list []json.RawMessage
-	if jsonKind(rawList) != "an array" || json.Unmarshal(rawList, &list) != nil {
-		return nil, argErrorf(`"entities" must be an array of objects, got %s: %s`, jsonKind(rawList), usage)
+	if jsonargs.Kind(rawList) != "an array" || json.Unmarshal(rawList, &list) != nil {
+		return nil, argErrorf(`"entities" must be an array of objects, got %s: %s`, jsonargs.Kind(rawList), usage)
 	}
 	switch {
 	case len(list) == 0:
@@ -105,22 +90,22 @@ func parseUpdate(raw string) ([]entityUpdate, error) {
 // parseEntity validates one entry; its errors start with the field path
 // after "entities[i]".
 func parseEntity(raw json.RawMessage) (entityUpdate, error) {
-	fields, err := decodeObject(raw)
+	fields, err := jsonargs.Object(raw)
 	if err != nil {
 		return entityUpdate{}, fmt.Errorf(": must be an object with name, type and notes, %v", err)
 	}
-	if unknown := unknownFields(fields, "name", "type", "notes", "note", "priority"); unknown != "" {
+	if unknown := jsonargs.Unknown(fields, "name", "type", "notes", "note", "priority"); unknown != "" {
 		return entityUpdate{}, fmt.Errorf(": unknown field %s (allowed: name, type, notes, note, priority)", unknown)
 	}
 	var u entityUpdate
 
 	rawName, ok := fields["name"]
-	if !ok || isNull(rawName) {
+	if !ok || jsonargs.IsNull(rawName) {
 		return u, fmt.Errorf(".name: missing")
 	}
 	var name string
-	if err := decodeString(rawName, &name); err != nil {
-		return u, fmt.Errorf(".name: must be a string, got %s", jsonKind(rawName))
+	if err := jsonargs.String(rawName, &name); err != nil {
+		return u, fmt.Errorf(".name: must be a string, got %s", jsonargs.Kind(rawName))
 	}
 	u.name = collapseSpaces(name)
 	u.norm = NormalizeName(name)
@@ -137,23 +122,23 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 	}
 
 	rawType, ok := fields["type"]
-	if !ok || isNull(rawType) {
+	if !ok || jsonargs.IsNull(rawType) {
 		return u, fmt.Errorf(".type: missing (person, organization, place, concept or other)")
 	}
 	var typ string
-	if err := decodeString(rawType, &typ); err != nil {
-		return u, fmt.Errorf(".type: must be a string, got %s", jsonKind(rawType))
+	if err := jsonargs.String(rawType, &typ); err != nil {
+		return u, fmt.Errorf(".type: must be a string, got %s", jsonargs.Kind(rawType))
 	}
 	if u.typ, ok = ParseType(typ); !ok {
 		return u, fmt.Errorf(".type: unknown type %q: use person, organization, place, concept or other", typ)
 	}
 
 	var notes []string
-	if rawNotes, ok := fields["notes"]; ok && !isNull(rawNotes) {
-		switch jsonKind(rawNotes) {
+	if rawNotes, ok := fields["notes"]; ok && !jsonargs.IsNull(rawNotes) {
+		switch jsonargs.Kind(rawNotes) {
 		case "a string": // the spec's form: one string
 			var n string
-			if err := decodeString(rawNotes, &n); err != nil {
+			if err := jsonargs.String(rawNotes, &n); err != nil {
 				return u, fmt.Errorf(".notes: %v", err)
 			}
 			notes = append(notes, n)
@@ -164,19 +149,19 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 			}
 			for j, it := range items {
 				var n string
-				if err := decodeString(it, &n); err != nil {
-					return u, fmt.Errorf(".notes[%d]: must be a string, got %s", j, jsonKind(it))
+				if err := jsonargs.String(it, &n); err != nil {
+					return u, fmt.Errorf(".notes[%d]: must be a string, got %s", j, jsonargs.Kind(it))
 				}
 				notes = append(notes, n)
 			}
 		default:
-			return u, fmt.Errorf(".notes: must be an array of strings (or one string), got %s", jsonKind(rawNotes))
+			return u, fmt.Errorf(".notes: must be an array of strings (or one string), got %s", jsonargs.Kind(rawNotes))
 		}
 	}
-	if rawNote, ok := fields["note"]; ok && !isNull(rawNote) {
+	if rawNote, ok := fields["note"]; ok && !jsonargs.IsNull(rawNote) {
 		var n string
-		if err := decodeString(rawNote, &n); err != nil {
-			return u, fmt.Errorf(".note: must be a string, got %s", jsonKind(rawNote))
+		if err := jsonargs.String(rawNote, &n); err != nil {
+			return u, fmt.Errorf(".note: must be a string, got %s", jsonargs.Kind(rawNote))
 		}
 		notes = append(notes, n)
 	}
@@ -193,10 +178,10 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 		u.notes = append(u.notes, splitNote(n)...)
 	}
 
-	if rawPrio, ok := fields["priority"]; ok && !isNull(rawPrio) {
+	if rawPrio, ok := fields["priority"]; ok && !jsonargs.IsNull(rawPrio) {
 		var f float64
-		if jsonKind(rawPrio) != "a number" || json.Unmarshal(rawPrio, &f) != nil {
-			return u, fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, jsonKind(rawPrio))
+		if jsonargs.Kind(rawPrio) != "a number" || json.Unmarshal(rawPrio, &f) != nil {
+			return u, fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, jsonargs.Kind(rawPrio))
 		}
 		if f != math.Trunc(f) || f < 0 || f > MaxPriority {
 			return u, fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, strconv.FormatFloat(f, 'g', -1, 64))
@@ -205,75 +190,4 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 		u.priority = &p
 	}
 	return u, nil
-}
-
-// unknownFields lists the fields not in allowed, quoted and sorted, or "".
-func unknownFields(fields map[string]json.RawMessage, allowed ...string) string {
-	var unknown []string
-	for name := range fields {
-		known := false
-		for _, a := range allowed {
-			if name == a {
-				known = true
-				break
-			}
-		}
-		if !known {
-			unknown = append(unknown, strconv.Quote(name))
-		}
-	}
-	sort.Strings(unknown)
-	return strings.Join(unknown, ", ")
-}
-
-// decodeObject decodes a JSON object into its raw fields, refusing any
-// other value and trailing data.
-func decodeObject(raw []byte) (map[string]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, fmt.Errorf("got %s", jsonKind(raw))
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var m map[string]json.RawMessage
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after the object")
-	}
-	return m, nil
-}
-
-func decodeString(raw json.RawMessage, v *string) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return fmt.Errorf("not a string")
-	}
-	return json.Unmarshal(raw, v)
-}
-
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-// jsonKind names the kind of a JSON value for error messages.
-func jsonKind(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
-		return "a number"
-	}
-	return "invalid JSON"
 }

@@ -16,12 +16,8 @@ import (
 func BenchmarkAssemble(b *testing.B) {
 	ctx := context.Background()
 	store := memtest.NewStore(b, "", &memtest.Clock{T: t0})
-	l, err := entity.New(store, entity.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+	l := memtest.Layer(b, entity.New, store, entity.Options{})
+	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "t"})
 	for c := 0; c < 5; c++ {
 		var batch []string
 		for i := 0; i < 100; i++ {
@@ -45,9 +41,8 @@ func BenchmarkAssemble(b *testing.B) {
 func BenchmarkUpdate(b *testing.B) {
 	ctx := context.Background()
 	store := memtest.NewStore(b, "", &memtest.Clock{T: t0})
-	l, _ := entity.New(store, entity.Options{})
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+	l := memtest.Layer(b, entity.New, store, entity.Options{})
+	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "t"})
 	var batch []string
 	for i := 0; i < 10; i++ {
 		batch = append(batch, fmt.Sprintf(`{"name": "Entity %d", "type": "person", "note": "seen again"}`, i))

@@ -2,8 +2,6 @@ package entity
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
+	"github.com/stratamem/strata/memory/internal/render"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
@@ -113,20 +112,11 @@ type key struct {
 // core.State[entity.State](session, id).
 type State struct {
 	entities map[key]Entity
-	// applied maps call ids applied in this session to their output, so
-	// a replayed call id is answered, not applied again.
-	applied map[string]string
-	// rendered caches the rendering of these entities: a state is never
-	// modified (every write makes a new one), so an unchanged turn costs
-	// a lookup, not a render.
-	rendered *renderMemo
-}
-
-type renderMemo struct {
-	mu     sync.Mutex
-	ok     bool
-	budget int
-	text   string
+	// calls are the calls applied in this session, so a replayed call id
+	// is answered, not applied again.
+	calls memory.CallLog
+	// rendered caches the rendering of these entities.
+	rendered *render.Memo
 }
 
 // Len is the number of entities.
@@ -206,34 +196,18 @@ type layer struct {
 // (e.g. Placement) before handing it to core.NewRuntime if the defaults do
 // not suit.
 func New(store *memory.Store, opts Options) (core.Layer[State], error) {
-	if opts.ID == "" {
-		opts.ID = DefaultID
-	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
 	if err := store.Validate(); err != nil {
 		return core.Layer[State]{}, fmt.Errorf("entity: %w", err)
 	}
-	if strings.Contains(opts.ID, "/") {
-		return core.Layer[State]{}, bad("ID", "must not contain '/'")
-	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeThread
-	case core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
-	default:
-		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("%q: want thread, resource or global", opts.Scope))
-	}
-	if opts.Slot == 0 {
-		opts.Slot = core.SlotEntity
-	}
-	if opts.Budget == (core.Budget{}) {
-		opts.Budget = core.Range(200, 1000)
-	}
-	if err := opts.Budget.Validate(); err != nil {
+	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
+		ID: DefaultID, Slot: core.SlotEntity, Budget: core.Range(200, 1000),
+		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource, core.ScopeGlobal}, CheckID: layerkit.NoSlash,
+	})
+	if err != nil {
 		return core.Layer[State]{}, err
 	}
+	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
+	bad := func(field, reason string) error { return layerkit.ConfigError(opts.ID, field, reason) }
 	if opts.CallName == "" {
 		opts.CallName = DefaultCallName
 	}
@@ -280,7 +254,7 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 			if err != nil {
 				return nil, err
 			}
-			st.applied = p.State.applied
+			st.calls = p.State.calls
 			return &st, nil
 		},
 	}
@@ -325,7 +299,7 @@ var parametersSchema = []byte(`{"type":"object","properties":{"entities":{"type"
 // (a replay), in which case it answers with the first application's output
 // and changes nothing.
 func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
-	if out, ok := st.applied[call.CallID]; ok && call.CallID != "" {
+	if out, ok := st.calls.Replay(call.CallID); ok {
 		return nil, out, nil
 	}
 	name := call.Name
@@ -344,14 +318,7 @@ func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 		}
 		return nil, "", err
 	}
-	if call.CallID != "" {
-		applied := make(map[string]string, len(next.applied)+1)
-		for k, v := range next.applied {
-			applied[k] = v
-		}
-		applied[call.CallID] = out
-		next.applied = applied
-	}
+	next.calls = next.calls.With(call.CallID, out)
 	return &next, out, nil
 }
 
@@ -395,23 +362,11 @@ func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 // scopeOf returns the record scope, the scope key used in record ids, and
 // the filter selecting this scope's entities.
 func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
-	f := vectorstore.Filter{Layer: l.id, Kind: KindEntity, Metadata: map[string]string{"scope": string(l.scope)}}
-	switch l.scope {
-	case core.ScopeThread:
-		f.Thread = run.ThreadID
-		// The resource is informational; the thread alone keys the
-		// entities, as it keys core's thread state.
-		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
-	case core.ScopeResource:
-		f.Resource = run.ResourceID
-		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
-	}
-	return vectorstore.Scope{}, "global", f
+	return layerkit.Scoped(l.id, KindEntity, l.scope, run)
 }
 
 func (l *layer) recordID(scopeKey string, k key) string {
-	h := sha256.Sum256([]byte(l.id + "\x00" + scopeKey + "\x00" + string(k.typ) + "\x00" + k.norm))
-	return KindEntity + "-" + hex.EncodeToString(h[:20])
+	return layerkit.RecordID(KindEntity, l.id, scopeKey, string(k.typ)+"\x00"+k.norm)
 }
 
 // recordText is the text of an entity's record: the line the layer renders
@@ -428,7 +383,7 @@ const noteSep = "; "
 // load reads the scope's entities into a fresh mirror.
 func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 	_, _, f := l.scopeOf(run)
-	st := State{entities: map[key]Entity{}, rendered: &renderMemo{}}
+	st := State{entities: map[key]Entity{}, rendered: &render.Memo{}}
 	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
 		if err != nil {
 			return State{}, fmt.Errorf("entity: load entities: %w", err)
@@ -625,7 +580,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 		fmt.Fprintf(&b, "; forgot the %d least used to stay within %d", len(evicted), l.maxEnt)
 	}
 	fmt.Fprintf(&b, "; %d %s remembered.", len(next), plural(len(next), "entity", "entities"))
-	return State{entities: next, applied: st.applied, rendered: &renderMemo{}}, b.String(), nil
+	return State{entities: next, calls: st.calls, rendered: &render.Memo{}}, b.String(), nil
 }
 
 func plural(n int, one, many string) string {

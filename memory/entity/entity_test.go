@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,44 +19,15 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
-func newLayer(t *testing.T, store *memory.Store, opts entity.Options) core.Layer[entity.State] {
-	t.Helper()
-	l, err := entity.New(store, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // start runs a session with anchoring off, so views show fresh output.
 func start(t *testing.T, l core.Layer[entity.State], thread string) *core.Session {
 	t.Helper()
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(context.Background(), core.RunOptions{ThreadID: thread, ResourceID: "user-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}}, core.RunOptions{ThreadID: thread, ResourceID: "user-1"})
 }
 
 func rendered(t *testing.T, s *core.Session) string {
 	t.Helper()
-	v, err := s.Assemble(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range v.Usage.Diagnostics {
-		t.Errorf("diagnostic: %+v", d)
-	}
-	for _, it := range v.Items() {
-		if it.Role == core.RoleDeveloper && strings.HasPrefix(it.Text(), "<known_entities>") {
-			return it.Text()
-		}
-	}
-	return ""
+	return memtest.Tagged(t, s, "<known_entities>")
 }
 
 func state(t *testing.T, s *core.Session) entity.State {
@@ -71,23 +41,11 @@ func state(t *testing.T, s *core.Session) entity.State {
 
 func update(id, args string) core.Item { return core.FunctionCall(id, "entity/update", args) }
 
-func records(t *testing.T, store *memory.Store, f vectorstore.Filter) []vectorstore.Record {
-	t.Helper()
-	var out []vectorstore.Record
-	for r, err := range store.Records.All(context.Background(), vectorstore.ListOptions{Filter: f}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 func TestEntitiesMergeByNormalisedNameAndType(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	s := start(t, newLayer(t, store, entity.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
 
 	out, err := s.CallFunction(ctx, update("c1", `{"entities": [
 		{"name": "Ada Lovelace", "type": "person", "notes": ["mathematician", "wrote the first program"]},
@@ -128,7 +86,7 @@ func TestEntitiesMergeByNormalisedNameAndType(t *testing.T) {
 		t.Fatalf("rendered\n%s\nwant\n%s", got, wantBlock)
 	}
 
-	recs := records(t, store, vectorstore.Filter{Layer: "entity"})
+	recs := memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})
 	if len(recs) != 3 {
 		t.Fatalf("%d records, want 3", len(recs))
 	}
@@ -159,7 +117,7 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	s := start(t, newLayer(t, store, entity.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
 
 	// The spec's plain call, notes as one string, a type alias: applied by
 	// the store hook with no routing.
@@ -228,7 +186,7 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 	}
 
 	// FunctionOnly: the plain call is not applied; the routed one is.
-	f := start(t, newLayer(t, store, entity.Options{FunctionOnly: true}), "thread-2")
+	f := start(t, memtest.Layer(t, entity.New, store, entity.Options{FunctionOnly: true}), "thread-2")
 	routed := update("c2", `{"entities": [{"name": "Initech", "type": "organization"}]}`)
 	if err := f.Record(ctx, core.FunctionCall("c1", "updateEntities", `{"entities": [{"name": "Acme", "type": "organization"}]}`), routed); err != nil {
 		t.Fatal(err)
@@ -241,67 +199,29 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 	}
 }
 
-// steering is a steering-style layer that denies every call naming
-// "Globex", as a policy layer would.
-func steering() core.Layer[struct{}] {
-	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
-		Hooks: core.Hooks[struct{}]{
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
-				if strings.Contains(p.Call.Arguments, "Globex") {
-					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "Globex is off limits"}, nil
-				}
-				return core.ToolDecision[struct{}]{}, nil
-			},
-		}}
-}
-
 // The usual host loop: Record the model's items, ask BeforeToolCall, then
 // ExecuteTool what is allowed. A denied call leaves no trace in memory.
 func TestSteeringDenialLeavesEntitiesUnchanged(t *testing.T) {
-	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), newLayer(t, store, entity.Options{})},
+	// A policy layer denies every call naming "Globex".
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{memtest.Deny("Globex", "Globex is off limits"), memtest.Layer(t, entity.New, store, entity.Options{})},
 		Cache: core.CacheConfig{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn := func(c core.Item) core.Item {
-		t.Helper()
-		if err := s.Record(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		d, err := s.BeforeToolCall(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !d.Allowed {
-			return d.Output
-		}
-		out, err := s.ExecuteTool(ctx, d.Call)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-1"})
 	denied := update("c1", `{"entities": [{"name": "Globex", "type": "organization", "note": "a rival"}]}`)
-	out := turn(denied)
+	out := memtest.Turn(t, s, denied)
 	if out.Output != "Call to entity/update denied by policy: Globex is off limits" {
 		t.Fatalf("denied output %q", out.Output)
 	}
 	if n := state(t, s).Len(); n != 0 {
 		t.Fatalf("denied call applied: %d entities", n)
 	}
-	if n := len(records(t, store, vectorstore.Filter{Layer: "entity"})); n != 0 {
+	if n := len(memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})); n != 0 {
 		t.Fatalf("denied call wrote %d records", n)
 	}
 	if got := rendered(t, s); got != "" {
 		t.Fatalf("denied call rendered %q", got)
 	}
-	out = turn(update("c2", `{"entities": [{"name": "Initech", "type": "organization"}]}`))
+	out = memtest.Turn(t, s, update("c2", `{"entities": [{"name": "Initech", "type": "organization"}]}`))
 	if out.Output != "ok: recorded 1 entity: Initech (organization, new); 1 entity remembered." {
 		t.Fatalf("allowed output %q", out.Output)
 	}
@@ -313,7 +233,7 @@ func TestSteeringDenialLeavesEntitiesUnchanged(t *testing.T) {
 func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, entity.Options{})
+	l := memtest.Layer(t, entity.New, store, entity.Options{})
 	s := start(t, l, "thread-1")
 	if _, err := s.CallFunction(ctx, update("seed", `{"entities": [{"name": "Ada", "type": "person", "note": "x"}]}`)); err != nil {
 		t.Fatal(err)
@@ -367,7 +287,7 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 			if got := state(t, s).Entities(); !reflect.DeepEqual(got, before) {
 				t.Fatalf("state changed: %+v", got)
 			}
-			if n := len(records(t, store, vectorstore.Filter{Layer: "entity"})); n != 1 {
+			if n := len(memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})); n != 1 {
 				t.Fatalf("%d records, want 1", n)
 			}
 			r, err := l.Functions[0].Call(ctx, core.FunctionParams[entity.State]{Run: s.Run(), State: state(t, s),
@@ -384,7 +304,7 @@ func TestBudgetKeepsByPriorityMentionsAndRecency(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, entity.Options{Budget: core.Fixed(80)})
+	l := memtest.Layer(t, entity.New, store, entity.Options{Budget: core.Fixed(80)})
 	s := start(t, l, "thread-1")
 	call := func(id, args string) {
 		t.Helper()
@@ -425,7 +345,7 @@ func TestBudgetKeepsByPriorityMentionsAndRecency(t *testing.T) {
 		notes = append(notes, fmt.Sprintf("observation number %d about the giant", i))
 	}
 	raw, _ := json.Marshal(notes)
-	s2 := start(t, newLayer(t, store, entity.Options{Budget: core.Fixed(60)}), "thread-2")
+	s2 := start(t, memtest.Layer(t, entity.New, store, entity.Options{Budget: core.Fixed(60)}), "thread-2")
 	if _, err := s2.CallFunction(ctx, update("g", `{"entities": [{"name": "Giant", "type": "other", "notes": `+string(raw)+`}]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +359,7 @@ func TestLimitsEvictAndCapNotes(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	s := start(t, newLayer(t, store, entity.Options{MaxEntities: 100, MaxNotes: 3}), "thread-1")
+	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{MaxEntities: 100, MaxNotes: 3}), "thread-1")
 	var batch []string
 	for i := 0; i < 100; i++ {
 		batch = append(batch, fmt.Sprintf(`{"name": "E%03d", "type": "concept"}`, i))
@@ -458,7 +378,7 @@ func TestLimitsEvictAndCapNotes(t *testing.T) {
 	if _, ok := st.Get("E099", entity.Concept); ok || st.Len() != 100 {
 		t.Fatalf("eviction: len %d", st.Len())
 	}
-	if n := len(records(t, store, vectorstore.Filter{Layer: "entity"})); n != 100 {
+	if n := len(memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})); n != 100 {
 		t.Fatalf("%d records after eviction", n)
 	}
 	if e, _ := st.Get("E000", entity.Concept); !reflect.DeepEqual(e.Notes, []string{"b", "c", "d"}) {
@@ -469,16 +389,9 @@ func TestLimitsEvictAndCapNotes(t *testing.T) {
 func TestRenderDeltaPublishesOnlyChangedEntities(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, entity.Options{})
+	l := memtest.Layer(t, entity.New, store, entity.Options{})
 	l.Placement = core.PlacementAnchor
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "thread-1"})
 	var batch []string
 	for i := 0; i < 8; i++ {
 		batch = append(batch, fmt.Sprintf(`{"name": "Person %d", "type": "person", "note": "works on project %d"}`, i, i))
@@ -510,12 +423,8 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, dir, clock)
 	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
-		l := newLayer(t, store, entity.Options{ID: "ent-" + string(scope), Scope: scope})
-		rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-		s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1", ResourceID: "user-1"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := memtest.Layer(t, entity.New, store, entity.Options{ID: "ent-" + string(scope), Scope: scope})
+		s := memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "thread-1", ResourceID: "user-1"})
 		if _, err := s.CallFunction(ctx, core.FunctionCall("c1", l.ID+"/update", `{"entities": [{"name": "Ada", "type": "person", "notes": ["a", "b"], "priority": 2}]}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -527,7 +436,7 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopened := memtest.NewStore(t, dir, clock)
-	recs := records(t, reopened, vectorstore.Filter{Layer: "ent-thread"})
+	recs := memtest.Records(t, reopened, vectorstore.Filter{Layer: "ent-thread"})
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -541,12 +450,9 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 		{"ent-thread", "thread-1", "- Ada (person): a; b; corrected"},
 		{"ent-resource", "thread-other", "- Ada (person): a; b"}, // resource scope spans threads
 	} {
-		l := newLayer(t, reopened, entity.Options{ID: tc.id, Scope: map[string]core.Scope{"ent-thread": core.ScopeThread, "ent-resource": core.ScopeResource}[tc.id]})
-		rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-		s, err := rt.Start(ctx, core.RunOptions{ThreadID: tc.thread, ResourceID: "user-1"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := memtest.Layer(t, entity.New, reopened, entity.Options{ID: tc.id, Scope: map[string]core.Scope{"ent-thread": core.ScopeThread, "ent-resource": core.ScopeResource}[tc.id]})
+		rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
+		s := memtest.Start(t, rt, core.RunOptions{ThreadID: tc.thread, ResourceID: "user-1"})
 		st, _ := core.State[entity.State](s, tc.id)
 		e, ok := st.Get("ada", entity.Person)
 		if !ok || e.Priority != 2 || e.Mentions != 1 || !e.FirstSeen.Equal(t0) {
@@ -558,7 +464,7 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 		}
 	}
 	// A thread-scoped memory is not seen from another thread.
-	if got := rendered(t, start(t, newLayer(t, reopened, entity.Options{ID: "ent-thread"}), "thread-2")); got != "" {
+	if got := rendered(t, start(t, memtest.Layer(t, entity.New, reopened, entity.Options{ID: "ent-thread"}), "thread-2")); got != "" {
 		t.Fatalf("thread-2 sees %q", got)
 	}
 }
@@ -568,57 +474,34 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
 		t.Run(string(scope), func(t *testing.T) {
-			l := newLayer(t, store, entity.Options{ID: "ent-" + string(scope), Scope: scope})
-			rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, 2)
-			for _, who := range []string{"alice", "bob"} {
+			l := memtest.Layer(t, entity.New, store, entity.Options{ID: "ent-" + string(scope), Scope: scope})
+			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
+			memtest.Concurrently(t, []string{"alice", "bob"}, func(who string) error {
 				other := map[string]string{"alice": "bob", "bob": "alice"}[who]
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-					if err != nil {
-						errs <- err
-						return
-					}
-					for i := 0; i < 10; i++ {
-						c := core.FunctionCall(fmt.Sprint(who, i), "updateEntities",
-							fmt.Sprintf(`{"entities": [{"name": "%s friend %d", "type": "person", "note": "known to %s"}]}`, who, i, who))
-						if err := s.Record(ctx, c); err != nil {
-							errs <- err
-							return
-						}
-						v, err := s.Assemble(ctx)
-						if err != nil {
-							errs <- err
-							return
-						}
-						for _, it := range v.Items() {
-							if strings.Contains(it.Text(), other) {
-								errs <- fmt.Errorf("%s sees %q", who, it.Text())
-								return
-							}
-						}
-					}
-					errs <- s.Complete(ctx, "ok")
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, who := range []string{"alice", "bob"} {
 				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
 				if err != nil {
-					t.Fatal(err)
+					return err
 				}
+				for i := 0; i < 10; i++ {
+					c := core.FunctionCall(fmt.Sprint(who, i), "updateEntities",
+						fmt.Sprintf(`{"entities": [{"name": "%s friend %d", "type": "person", "note": "known to %s"}]}`, who, i, who))
+					if err := s.Record(ctx, c); err != nil {
+						return err
+					}
+					v, err := s.Assemble(ctx)
+					if err != nil {
+						return err
+					}
+					for _, it := range v.Items() {
+						if strings.Contains(it.Text(), other) {
+							return fmt.Errorf("%s sees %q", who, it.Text())
+						}
+					}
+				}
+				return s.Complete(ctx, "ok")
+			})
+			for _, who := range []string{"alice", "bob"} {
+				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
 				st, _ := core.State[entity.State](s, l.ID)
 				if st.Len() != 10 {
 					t.Fatalf("%s has %d entities", who, st.Len())
@@ -636,7 +519,7 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 func TestChildWritesReachParent(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	s := start(t, newLayer(t, store, entity.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
 	child, err := s.Spawn(ctx, core.SpawnOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -654,29 +537,19 @@ func TestChildWritesReachParent(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
-	cases := []struct {
-		opts  entity.Options
-		field string
-	}{
-		{entity.Options{Scope: core.ScopeExecution}, "Scope"},
-		{entity.Options{MaxEntities: -1}, "MaxEntities"},
-		{entity.Options{MaxEntities: 10}, "MaxEntities"},
-		{entity.Options{MaxNotes: -2}, "MaxNotes"},
-		{entity.Options{ID: "x/y"}, "ID"},
-		{entity.Options{CallName: "entity/update"}, "CallName"},
-		{entity.Options{Budget: core.Fixed(-1)}, "Budget.Tokens"},
-	}
-	for _, tc := range cases {
-		_, err := entity.New(store, tc.opts)
-		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%+v: %v, want a ConfigError on %s", tc.opts, err, tc.field)
-		}
-	}
+	memtest.ConfigErrors(t, func(o entity.Options) error { _, err := entity.New(store, o); return err }, []memtest.ConfigCase[entity.Options]{
+		{Opts: entity.Options{Scope: core.ScopeExecution}, Field: "Scope"},
+		{Opts: entity.Options{MaxEntities: -1}, Field: "MaxEntities"},
+		{Opts: entity.Options{MaxEntities: 10}, Field: "MaxEntities"},
+		{Opts: entity.Options{MaxNotes: -2}, Field: "MaxNotes"},
+		{Opts: entity.Options{ID: "x/y"}, Field: "ID"},
+		{Opts: entity.Options{CallName: "entity/update"}, Field: "CallName"},
+		{Opts: entity.Options{Budget: core.Fixed(-1)}, Field: "Budget.Tokens"},
+	})
 	if _, err := entity.New(&memory.Store{}, entity.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("empty store: %v", err)
 	}
-	l := newLayer(t, store, entity.Options{})
+	l := memtest.Layer(t, entity.New, store, entity.Options{})
 	if l.ID != "entity" || l.Slot != core.SlotEntity || l.Scope != core.ScopeThread || l.Budget != core.Range(200, 1000) ||
 		l.Placement != core.PlacementAuto || l.Functions[0].Name != "update" || !json.Valid(l.Functions[0].Parameters) {
 		t.Fatalf("defaults %+v", l)

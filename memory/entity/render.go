@@ -2,10 +2,10 @@ package entity
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory/internal/render"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -34,16 +34,7 @@ func line(tk tokens.Tokenizer, e Entity, limit int) string {
 // render is the layer's output for st within budget tokens, memoised per
 // state.
 func (l *layer) render(st State, budget int) string {
-	m := st.rendered
-	if m == nil {
-		return l.renderFresh(st, budget)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ok || m.budget != budget {
-		m.text, m.budget, m.ok = l.renderFresh(st, budget), budget, true
-	}
-	return m.text
+	return st.rendered.Get(budget, func() string { return l.renderFresh(st, budget) })
 }
 
 func (l *layer) renderFresh(st State, budget int) string {
@@ -63,74 +54,24 @@ func (l *layer) renderFresh(st State, budget int) string {
 	for i, k := range pref {
 		lines[i] = line(l.tk, st.entities[k], budget-frame)
 	}
-	build := func(sel []int, omitted int) string {
-		shown := make([]int, len(sel))
-		copy(shown, sel)
+	return render.Block{Open: openTag, Close: closeTag, Lines: lines,
 		// Display in first-seen order.
-		sort.Slice(shown, func(a, b int) bool { return pos[pref[shown[a]]] < pos[pref[shown[b]]] })
-		var b strings.Builder
-		b.WriteString(openTag + "\n")
-		for _, i := range shown {
-			b.WriteString(lines[i])
-			b.WriteByte('\n')
-		}
-		if omitted > 0 {
-			fmt.Fprintf(&b, "(%d more %s not shown for space)\n", omitted, plural(omitted, "entity", "entities"))
-		}
-		b.WriteString(closeTag)
-		return b.String()
-	}
-	return fit(l.tk, budget, len(pref), func(i int) string { return lines[i] }, build)
-}
-
-// fit renders the greedy selection, in preference order 0..n-1, of the
-// entries that fit budget tokens as the runtime counts a message (text plus
-// core.ItemOverhead). build renders a selection (indices in preference
-// order) and the number left out.
-func fit(tk tokens.Tokenizer, budget, n int, line func(int) string, build func(sel []int, omitted int) string) string {
-	if n == 0 || budget <= 0 {
-		return ""
-	}
-	cost := func(text string) int { return tk.Count(text) + core.ItemOverhead }
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	if text := build(all, 0); cost(text) <= budget {
-		return text
-	}
-	used := cost(build(nil, n))
-	var sel []int
-	for i := 0; i < n; i++ {
-		if c := tk.Count(line(i) + "\n"); used+c <= budget {
-			sel = append(sel, i)
-			used += c
-		}
-	}
-	// Per-line counts approximate the whole; check the whole and give up
-	// the least preferred entries until it fits. Nothing fitting renders
-	// nothing: a bare "n not shown" line would only cost tokens.
-	for len(sel) > 0 {
-		if text := build(sel, n-len(sel)); cost(text) <= budget {
-			return text
-		}
-		sel = sel[:len(sel)-1]
-	}
-	return ""
+		Before: func(i, j int) bool { return pos[pref[i]] < pos[pref[j]] },
+		Omitted: func(n int) string {
+			return fmt.Sprintf("(%d more %s not shown for space)", n, plural(n, "entity", "entities"))
+		},
+	}.Fit(l.tk, budget)
 }
 
 // blockLines returns the entity lines of a rendered block; ok is false when
 // items are not one block this layer rendered.
 func blockLines(items []core.Item) ([]string, bool) {
-	if len(items) != 1 {
-		return nil, false
-	}
-	lines := strings.Split(items[0].Text(), "\n")
-	if len(lines) < 2 || lines[0] != openTag || lines[len(lines)-1] != closeTag {
+	lines, ok := render.BlockLines(items, openTag, closeTag)
+	if !ok {
 		return nil, false
 	}
 	var out []string
-	for _, l := range lines[1 : len(lines)-1] {
+	for _, l := range lines {
 		if strings.HasPrefix(l, "- ") {
 			out = append(out, l)
 		}
@@ -143,26 +84,5 @@ func blockLines(items []core.Item) ([]string, bool) {
 // for space are not retracted: what the pinned block says of them is still
 // true. "" means no compact delta (the runtime republishes the block).
 func renderDelta(prev, next []core.Item) string {
-	before, ok := blockLines(prev)
-	if !ok {
-		return ""
-	}
-	after, ok := blockLines(next)
-	if !ok {
-		return ""
-	}
-	had := make(map[string]bool, len(before))
-	for _, l := range before {
-		had[l] = true
-	}
-	var changed []string
-	for _, l := range after {
-		if !had[l] {
-			changed = append(changed, l)
-		}
-	}
-	if len(changed) == 0 {
-		return ""
-	}
-	return "Entity changes (entities not listed here are unchanged):\n" + strings.Join(changed, "\n")
+	return render.NewEntries(prev, next, blockLines, "Entity changes (entities not listed here are unchanged):")
 }

@@ -18,7 +18,7 @@ func benchRuntime(b *testing.B, mode episodic.Mode) *core.Runtime {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
+	rt := memtest.Runtime(b, core.Config{Layers: []core.AnyLayer{l}})
 	ctx := context.Background()
 	for i := 0; i < episodic.DefaultMaxEpisodes; i++ {
 		clock.Advance(time.Hour)

@@ -2,8 +2,6 @@ package episodic
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
@@ -140,31 +139,20 @@ type layer struct {
 // error wrapping memory.ErrInvalidStore. Adjust the returned layer's fields
 // before handing it to core.NewRuntime if the defaults do not suit.
 func New(store *memory.Store, opts Options) (core.Layer[State], error) {
-	if opts.ID == "" {
-		opts.ID = DefaultID
-	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
 	if err := store.Validate(); err != nil {
 		return core.Layer[State]{}, fmt.Errorf("episodic: %w", err)
 	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeResource
-	case core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
-	default:
-		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("%q: want resource, thread or global", opts.Scope))
-	}
-	if opts.Slot == 0 {
-		opts.Slot = core.SlotEpisodic
-	}
-	if opts.Budget == (core.Budget{}) {
-		opts.Budget = core.Range(300, 2000)
-	}
-	if err := opts.Budget.Validate(); err != nil {
+	// Episodes exist to outlive the run, and are shared by a resource's
+	// threads by default (the spec's scope).
+	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
+		ID: DefaultID, Slot: core.SlotEpisodic, Budget: core.Range(300, 2000),
+		Scopes: []core.Scope{core.ScopeResource, core.ScopeThread, core.ScopeGlobal},
+	})
+	if err != nil {
 		return core.Layer[State]{}, err
 	}
+	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
+	bad := func(field, reason string) error { return layerkit.ConfigError(opts.ID, field, reason) }
 	switch {
 	case opts.MaxEpisodes < 0:
 		return core.Layer[State]{}, bad("MaxEpisodes", "negative")
@@ -223,21 +211,11 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 // scopeOf returns the record scope, the scope key used in record ids, and
 // the filter selecting this scope's episodes.
 func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
-	f := vectorstore.Filter{Layer: l.id, Kind: KindEpisode, Metadata: map[string]string{"scope": string(l.scope)}}
-	switch l.scope {
-	case core.ScopeThread:
-		f.Thread = run.ThreadID
-		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
-	case core.ScopeResource:
-		f.Resource = run.ResourceID
-		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
-	}
-	return vectorstore.Scope{}, "global", f
+	return layerkit.Scoped(l.id, KindEpisode, l.scope, run)
 }
 
 func (l *layer) recordID(scopeKey, runID string) string {
-	h := sha256.Sum256([]byte(l.id + "\x00" + scopeKey + "\x00" + runID))
-	return KindEpisode + "-" + hex.EncodeToString(h[:20])
+	return layerkit.RecordID(KindEpisode, l.id, scopeKey, runID)
 }
 
 // load reads the scope's episodes, oldest first.

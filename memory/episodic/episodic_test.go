@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,11 +24,7 @@ func newRuntime(t *testing.T, store *memory.Store, opts episodic.Options) (*core
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt, l
+	return memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}}), l
 }
 
 // runEpisode plays one run: a user request, optional tool calls, a final
@@ -37,10 +32,7 @@ func newRuntime(t *testing.T, store *memory.Store, opts episodic.Options) (*core
 func runEpisode(t *testing.T, rt *core.Runtime, run core.RunOptions, request, answer string, tools ...string) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := rt.Start(ctx, run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := memtest.Start(t, rt, run)
 	if err := s.Append(ctx, core.UserMessage(request)); err != nil {
 		t.Fatal(err)
 	}
@@ -71,29 +63,13 @@ func runEpisode(t *testing.T, rt *core.Runtime, run core.RunOptions, request, an
 // block ("" when none).
 func episodesBlock(t *testing.T, rt *core.Runtime, run core.RunOptions, user string) (string, *core.Session) {
 	t.Helper()
-	ctx := context.Background()
-	s, err := rt.Start(ctx, run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := memtest.Start(t, rt, run)
 	if user != "" {
-		if err := s.Append(ctx, core.UserMessage(user)); err != nil {
+		if err := s.Append(context.Background(), core.UserMessage(user)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	v, err := s.Assemble(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range v.Usage.Diagnostics {
-		t.Errorf("diagnostic: %+v", d)
-	}
-	for _, it := range v.Items() {
-		if it.Role == core.RoleDeveloper && strings.HasPrefix(it.Text(), "<episodes>") {
-			return it.Text(), s
-		}
-	}
-	return "", s
+	return memtest.Tagged(t, s, "<episodes>"), s
 }
 
 func TestEpisodeStoredOnCompleteAndRecalledNextRun(t *testing.T) {
@@ -385,52 +361,32 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 	for _, scope := range []core.Scope{core.ScopeResource, core.ScopeThread} {
 		t.Run(string(scope), func(t *testing.T) {
 			rt, l := newRuntime(t, store, episodic.Options{ID: "ep-" + string(scope), Scope: scope})
-			var wg sync.WaitGroup
-			errs := make(chan error, 2)
-			for _, who := range []string{"alice", "bob"} {
+			memtest.Concurrently(t, []string{"alice", "bob"}, func(who string) error {
 				other := map[string]string{"alice": "bob", "bob": "alice"}[who]
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; i < 5; i++ {
-						s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-						if err != nil {
-							errs <- err
-							return
-						}
-						_ = s.Append(ctx, core.UserMessage(fmt.Sprintf("%s request %d", who, i)))
-						v, err := s.Assemble(ctx)
-						if err != nil {
-							errs <- err
-							return
-						}
-						for _, it := range v.Items() {
-							if strings.Contains(it.Text(), other) {
-								errs <- fmt.Errorf("%s sees %q", who, it.Text())
-								return
-							}
-						}
-						_ = s.Record(ctx, core.AssistantMessage("done for "+who))
-						if err := s.Complete(ctx, "ok"); err != nil {
-							errs <- err
-							return
+				for i := 0; i < 5; i++ {
+					s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
+					if err != nil {
+						return err
+					}
+					_ = s.Append(ctx, core.UserMessage(fmt.Sprintf("%s request %d", who, i)))
+					v, err := s.Assemble(ctx)
+					if err != nil {
+						return err
+					}
+					for _, it := range v.Items() {
+						if strings.Contains(it.Text(), other) {
+							return fmt.Errorf("%s sees %q", who, it.Text())
 						}
 					}
-					errs <- nil
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
+					_ = s.Record(ctx, core.AssistantMessage("done for "+who))
+					if err := s.Complete(ctx, "ok"); err != nil {
+						return err
+					}
 				}
-			}
+				return nil
+			})
 			for _, who := range []string{"alice", "bob"} {
-				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
 				st, _ := core.State[episodic.State](s, l.ID)
 				if len(st.Episodes()) != 5 {
 					t.Fatalf("%s has %d episodes", who, len(st.Episodes()))
@@ -497,24 +453,14 @@ func TestExtractiveSummarizer(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
-	cases := []struct {
-		opts  episodic.Options
-		field string
-	}{
-		{episodic.Options{Scope: core.ScopeExecution}, "Scope"},
-		{episodic.Options{MaxEpisodes: -1}, "MaxEpisodes"},
-		{episodic.Options{MaxEpisodes: vectorstore.MaxK + 1}, "MaxEpisodes"},
-		{episodic.Options{MaxSummaryBytes: -1}, "MaxSummaryBytes"},
-		{episodic.Options{Mode: 7}, "Mode"},
-		{episodic.Options{Budget: core.Range(5, 1)}, "Budget.Max"},
-	}
-	for _, tc := range cases {
-		_, err := episodic.New(store, tc.opts)
-		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%+v: %v, want a ConfigError on %s", tc.opts, err, tc.field)
-		}
-	}
+	memtest.ConfigErrors(t, func(o episodic.Options) error { _, err := episodic.New(store, o); return err }, []memtest.ConfigCase[episodic.Options]{
+		{Opts: episodic.Options{Scope: core.ScopeExecution}, Field: "Scope"},
+		{Opts: episodic.Options{MaxEpisodes: -1}, Field: "MaxEpisodes"},
+		{Opts: episodic.Options{MaxEpisodes: vectorstore.MaxK + 1}, Field: "MaxEpisodes"},
+		{Opts: episodic.Options{MaxSummaryBytes: -1}, Field: "MaxSummaryBytes"},
+		{Opts: episodic.Options{Mode: 7}, Field: "Mode"},
+		{Opts: episodic.Options{Budget: core.Range(5, 1)}, Field: "Budget.Max"},
+	})
 	if _, err := episodic.New(nil, episodic.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("nil store: %v", err)
 	}

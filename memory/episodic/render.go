@@ -2,12 +2,11 @@ package episodic
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/stratamem/strata/core"
-	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/memory/internal/render"
 )
 
 const (
@@ -47,24 +46,11 @@ func (l *layer) render(eps []Episode, order []int, budget int) string {
 	for n, i := range order {
 		entries[n] = entry(eps[i])
 	}
-	build := func(sel []int, omitted int) string {
-		shown := make([]int, len(sel))
-		copy(shown, sel)
+	return render.Block{Open: openTag, Close: closeTag, Lines: entries,
 		// eps is oldest first, so its index is the chronological order.
-		sort.Slice(shown, func(a, b int) bool { return order[shown[a]] < order[shown[b]] })
-		var b strings.Builder
-		b.WriteString(openTag + "\n")
-		for _, n := range shown {
-			b.WriteString(entries[n])
-			b.WriteByte('\n')
-		}
-		if omitted > 0 {
-			fmt.Fprintf(&b, "(%d more %s not shown for space)\n", omitted, plural(omitted))
-		}
-		b.WriteString(closeTag)
-		return b.String()
-	}
-	return fit(l.tk, budget, len(order), func(n int) string { return entries[n] }, build)
+		Before:  func(i, j int) bool { return order[i] < order[j] },
+		Omitted: func(n int) string { return fmt.Sprintf("(%d more %s not shown for space)", n, plural(n)) },
+	}.Fit(l.tk, budget)
 }
 
 func plural(n int) string {
@@ -74,54 +60,15 @@ func plural(n int) string {
 	return "episodes"
 }
 
-// fit renders the greedy selection, in preference order 0..n-1, of the
-// entries that fit budget tokens as the runtime counts a message (text plus
-// core.ItemOverhead). build renders a selection (indices in preference
-// order) and the number left out.
-func fit(tk tokens.Tokenizer, budget, n int, line func(int) string, build func(sel []int, omitted int) string) string {
-	if n == 0 || budget <= 0 {
-		return ""
-	}
-	cost := func(text string) int { return tk.Count(text) + core.ItemOverhead }
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	if text := build(all, 0); cost(text) <= budget {
-		return text
-	}
-	used := cost(build(nil, n))
-	var sel []int
-	for i := 0; i < n; i++ {
-		if c := tk.Count(line(i) + "\n"); used+c <= budget {
-			sel = append(sel, i)
-			used += c
-		}
-	}
-	// Per-line counts approximate the whole; check the whole and give up
-	// the least preferred entries until it fits. Nothing fitting renders
-	// nothing: a bare "n not shown" line would only cost tokens.
-	for len(sel) > 0 {
-		if text := build(sel, n-len(sel)); cost(text) <= budget {
-			return text
-		}
-		sel = sel[:len(sel)-1]
-	}
-	return ""
-}
-
 // blockEntries splits a rendered block into its entries; ok is false when
 // items are not one block this layer rendered.
 func blockEntries(items []core.Item) ([]string, bool) {
-	if len(items) != 1 {
-		return nil, false
-	}
-	lines := strings.Split(items[0].Text(), "\n")
-	if len(lines) < 2 || lines[0] != openTag || lines[len(lines)-1] != closeTag {
+	lines, ok := render.BlockLines(items, openTag, closeTag)
+	if !ok {
 		return nil, false
 	}
 	var out []string
-	for _, line := range lines[1 : len(lines)-1] {
+	for _, line := range lines {
 		switch {
 		case strings.HasPrefix(line, "["):
 			out = append(out, line)
@@ -136,26 +83,5 @@ func blockEntries(items []core.Item) ([]string, bool) {
 // Episodes no longer shown are not retracted: they still happened. ""
 // means no compact delta (the runtime republishes the block).
 func renderDelta(prev, next []core.Item) string {
-	before, ok := blockEntries(prev)
-	if !ok {
-		return ""
-	}
-	after, ok := blockEntries(next)
-	if !ok {
-		return ""
-	}
-	had := make(map[string]bool, len(before))
-	for _, e := range before {
-		had[e] = true
-	}
-	var added []string
-	for _, e := range after {
-		if !had[e] {
-			added = append(added, e)
-		}
-	}
-	if len(added) == 0 {
-		return ""
-	}
-	return "More past episodes relevant now (the episodes shown earlier still apply):\n" + strings.Join(added, "\n")
+	return render.NewEntries(prev, next, blockEntries, "More past episodes relevant now (the episodes shown earlier still apply):")
 }

@@ -1,6 +1,10 @@
 // Package memtest builds memory stores for tests: the embedded chromem
 // collection in a temporary directory, with the deterministic hashing
-// embedder (not semantic; quality tests use the real default model).
+// embedder (not semantic; quality tests use the real default model). It
+// also holds what the memory layers' tests share to drive a layer through
+// a real session: building layers, runtimes and sessions, reading a
+// layer's block, the host's tool-call loop with a steering layer that
+// denies, concurrent sessions, reopening, and option checks.
 package memtest
 
 import (

@@ -11,13 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
@@ -45,8 +45,6 @@ const (
 	MaxArgumentBytes = 256 << 10
 	// MaxSources bounds the source ids kept per observation (the newest).
 	MaxSources = 32
-	// maxApplied bounds the call ids remembered in State.Applied.
-	maxApplied = 256
 )
 
 // Metadata keys of an observation record.
@@ -145,42 +143,24 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.ID == "" {
-		opts.ID = DefaultID
+	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
+		ID: DefaultID, Slot: core.SlotObservations,
+		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource}, CheckID: layerkit.RecordSafe,
+	})
+	if err != nil {
+		return nil, err
 	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
-	if strings.Contains(opts.ID, "/") || len(opts.ID) > vectorstore.MaxFieldBytes || !utf8.ValidString(opts.ID) {
-		return nil, bad("ID", "must be valid UTF-8 without '/', at most 512 bytes")
-	}
-	if opts.Slot == 0 {
-		opts.Slot = core.SlotObservations
-	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeThread
-	case core.ScopeThread, core.ScopeResource:
-	default:
-		return nil, bad("Scope", fmt.Sprintf("must be thread or resource, got %q", opts.Scope))
-	}
+	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
 	switch opts.Placement {
 	case core.PlacementAuto, core.PlacementAnchor, core.PlacementLive:
 	default:
-		return nil, bad("Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
-	}
-	if err := opts.Budget.Validate(); err != nil {
-		var ce *core.ConfigError
-		if errors.As(err, &ce) {
-			ce.Layer = opts.ID
-		}
-		return nil, err
+		return nil, layerkit.ConfigError(opts.ID, "Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
 	}
 	switch {
 	case opts.MergeThreshold == 0:
 		opts.MergeThreshold = DefaultMergeThreshold
 	case !(opts.MergeThreshold > 0 && opts.MergeThreshold <= 1):
-		return nil, bad("MergeThreshold", fmt.Sprintf("must be in (0, 1], got %v", opts.MergeThreshold))
+		return nil, layerkit.ConfigError(opts.ID, "MergeThreshold", fmt.Sprintf("must be in (0, 1], got %v", opts.MergeThreshold))
 	}
 	if opts.Extractor == nil && !opts.DisableExtraction {
 		opts.Extractor = Rules{}
@@ -224,57 +204,13 @@ func (s State) Observations() []Observation {
 	return s.m.sorted()
 }
 
-func (s State) applied(callID string) bool { return slices.Contains(s.Applied, callID) }
+// mirror is a session's in-memory copy of its scope's observations.
+type mirror struct{ layerkit.Mirror[Observation] }
 
-// replayOutput answers a replayed call id: the first application's output
-// when this session applied it, else a note that it was applied before.
-func (s State) replayOutput(callID string) string {
-	if out, ok := s.outputs[callID]; ok {
-		return out
-	}
-	return fmt.Sprintf("Already applied: call %s was applied in an earlier session; nothing was written again.", callID)
-}
-
-func (s State) withApplied(callID, output string) *State {
-	next := s
-	next.Applied = append(slices.Clone(s.Applied), callID)
-	// A new map: states are values, and an older one may still be read.
-	next.outputs = make(map[string]string, len(s.outputs)+1)
-	for id, out := range s.outputs {
-		next.outputs[id] = out
-	}
-	next.outputs[callID] = output
-	if len(next.Applied) > maxApplied {
-		drop := next.Applied[:len(next.Applied)-maxApplied]
-		next.Applied = next.Applied[len(next.Applied)-maxApplied:]
-		for _, id := range drop {
-			delete(next.outputs, id)
-		}
-	}
-	return &next
-}
-
-// mirror is a session's in-memory copy of its scope's observations. Hooks
-// of one session may overlap when one outlives its timeout, and a spawned
-// child shares its parent's mirror, hence the lock.
-type mirror struct {
-	mu  sync.Mutex
-	obs map[string]Observation
-}
-
-func (m *mirror) put(o Observation) {
-	m.mu.Lock()
-	m.obs[o.ID] = o
-	m.mu.Unlock()
-}
+func (m *mirror) put(o Observation) { m.Put(o.ID, o) }
 
 func (m *mirror) sorted() []Observation {
-	m.mu.Lock()
-	out := make([]Observation, 0, len(m.obs))
-	for _, o := range m.obs {
-		out = append(out, o)
-	}
-	m.mu.Unlock()
+	out := m.Values()
 	sortObservations(out)
 	return out
 }
@@ -298,15 +234,11 @@ func sortObservations(obs []Observation) {
 
 // Layer returns the core layer to add to a runtime.
 func (l *Layer) Layer() core.Layer[State] {
-	record := core.NewFunction[State, recordArgs]("record",
+	record := layerkit.Function[State, recordArgs]("record", l.fn,
 		"Remember facts about the user or the task that will matter later in this conversation. "+
 			"Each observation is one self-contained sentence with an importance from 1 (trivia) to 5 (must not forget). "+
 			"Near-duplicates of what is already remembered are merged, not repeated.",
-		func(context.Context, State, recordArgs) (string, *State, error) { return "", nil, nil })
-	validate := record.Call
-	record.Call = func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-		return l.callRecord(ctx, p, validate)
-	}
+		MaxArgumentBytes, l.callRecord)
 	return core.Layer[State]{
 		ID:        l.opts.ID,
 		Name:      "Observations",
@@ -329,39 +261,18 @@ func (l *Layer) Layer() core.Layer[State] {
 // mergeState resolves a compare-and-swap conflict between two sessions of
 // one scope: the applied call ids of both are kept.
 func mergeState(stored, mine State) State {
-	out := mine
-	out.Applied = slices.Clone(stored.Applied)
-	for _, id := range mine.Applied {
-		if !slices.Contains(out.Applied, id) {
-			out.Applied = append(out.Applied, id)
-		}
-	}
-	if len(out.Applied) > maxApplied {
-		out.Applied = out.Applied[len(out.Applied)-maxApplied:]
-	}
-	return out
+	mine.Applied = memory.MergeCallIDs(stored.Applied, mine.Applied, memory.MaxPersistedCalls)
+	return mine
 }
 
 // scopeOf maps a run to the record scope of this layer.
 func (l *Layer) scopeOf(run core.RunInfo) vectorstore.Scope {
-	if l.opts.Scope == core.ScopeResource {
-		return vectorstore.Scope{Resource: run.ResourceID}
-	}
-	return vectorstore.Scope{Thread: run.ThreadID}
+	return layerkit.ThreadOrResource(l.opts.Scope, run)
 }
 
 // checkScope normalises a scope given to the Go API.
 func (l *Layer) checkScope(s vectorstore.Scope) (vectorstore.Scope, error) {
-	if l.opts.Scope == core.ScopeResource {
-		if s.Resource == "" {
-			return s, fmt.Errorf("%w: layer %q is resource-scoped: Scope.Resource is empty", ErrScope, l.opts.ID)
-		}
-		return vectorstore.Scope{Resource: s.Resource}, nil
-	}
-	if s.Thread == "" {
-		return s, fmt.Errorf("%w: layer %q is thread-scoped: Scope.Thread is empty", ErrScope, l.opts.ID)
-	}
-	return vectorstore.Scope{Thread: s.Thread}, nil
+	return layerkit.CheckScope(l.opts.ID, l.opts.Scope, s, ErrScope)
 }
 
 func (l *Layer) filter(s vectorstore.Scope) vectorstore.Filter {
@@ -375,11 +286,12 @@ func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Observatio
 	if err != nil {
 		return nil, err
 	}
+	recs, err := layerkit.Records(ctx, l.store.Records, l.filter(scope), false)
+	if err != nil {
+		return nil, fmt.Errorf("observations: list: %w", err)
+	}
 	var out []Observation
-	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: l.filter(scope), Limit: 1000}) {
-		if err != nil {
-			return nil, fmt.Errorf("observations: list: %w", err)
-		}
+	for _, r := range recs {
 		out = append(out, fromRecord(r))
 	}
 	sortObservations(out)
@@ -407,28 +319,20 @@ func (l *Layer) Add(ctx context.Context, scope vectorstore.Scope, obs ...Observa
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
-	var st State
-	if len(p.Stored) > 0 {
-		if err := json.Unmarshal(p.Stored, &st); err != nil {
-			return State{}, fmt.Errorf("decode stored state: %w", err)
-		}
-	}
-	m, err := l.load(ctx, l.scopeOf(p.Run))
-	if err != nil {
-		return State{}, err
-	}
-	st.m = m
-	return st, nil
+	return layerkit.InitState(p.Stored, func(st *State) (err error) {
+		st.m, err = l.load(ctx, l.scopeOf(p.Run))
+		return err
+	})
 }
 
 func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, error) {
-	m := &mirror{obs: map[string]Observation{}}
-	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: l.filter(scope), Limit: 1000}) {
-		if err != nil {
-			return nil, fmt.Errorf("load observations: %w", err)
-		}
-		o := fromRecord(r)
-		m.obs[o.ID] = o
+	recs, err := layerkit.Records(ctx, l.store.Records, l.filter(scope), false)
+	if err != nil {
+		return nil, fmt.Errorf("load observations: %w", err)
+	}
+	m := &mirror{}
+	for _, r := range recs {
+		m.put(fromRecord(r))
 	}
 	return m, nil
 }
@@ -440,21 +344,6 @@ func (l *Layer) mirrorOf(ctx context.Context, st State, run core.RunInfo) (*mirr
 		return st.m, nil
 	}
 	return l.load(ctx, l.scopeOf(run))
-}
-
-// sourceID names the item at log index idx.
-func sourceID(run core.RunInfo, it core.Item, idx int) string {
-	if it.ID != "" {
-		return it.ID
-	}
-	return run.RunID + ":" + strconv.Itoa(idx)
-}
-
-func callSourceID(run core.RunInfo, call core.Item) string {
-	if call.ID != "" {
-		return call.ID
-	}
-	return run.RunID + ":call:" + call.CallID
 }
 
 func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
@@ -480,22 +369,8 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 		return next, nil
 	}
 	// The extractor sees the new items except this layer's own calls and
-	// their outputs: the routed call writes those, and a denied one must
-	// not be written at all.
-	var items []core.Item
-	var idx []int
-	ownCalls := map[string]bool{}
-	for i, it := range p.NewItems {
-		switch {
-		case it.Type == core.TypeFunctionCall && it.Name == l.fn:
-			ownCalls[it.CallID] = true
-			continue
-		case it.Type == core.TypeFunctionCallOutput && ownCalls[it.CallID]:
-			continue
-		}
-		items = append(items, it)
-		idx = append(idx, base+i)
-	}
+	// their outputs.
+	items, idx := layerkit.Foreign(p.NewItems, l.fn)
 	if len(items) == 0 {
 		return next, nil
 	}
@@ -508,12 +383,12 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 		var sources []string
 		for _, j := range o.From {
 			if j >= 0 && j < len(items) {
-				sources = append(sources, sourceID(p.Run, items[j], idx[j]))
+				sources = append(sources, layerkit.SourceID(p.Run, items[j], base+idx[j]))
 			}
 		}
 		if len(sources) == 0 {
 			for j := range items {
-				sources = append(sources, sourceID(p.Run, items[j], idx[j]))
+				sources = append(sources, layerkit.SourceID(p.Run, items[j], base+idx[j]))
 			}
 		}
 		imp := o.Importance
@@ -548,9 +423,6 @@ type recordArg struct {
 // parseRecord decodes and validates record arguments into candidates. Its
 // errors are worded for the model.
 func (l *Layer) parseRecord(raw string, sources []string) ([]candidate, error) {
-	if len(raw) > MaxArgumentBytes {
-		return nil, fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(raw), MaxArgumentBytes)
-	}
 	args, err := core.DecodeArguments[recordArgs](raw)
 	if err != nil {
 		return nil, err
@@ -572,21 +444,15 @@ func (l *Layer) parseRecord(raw string, sources []string) ([]candidate, error) {
 	return cands, nil
 }
 
-func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], validate func(context.Context, core.FunctionParams[State]) (core.FunctionResult[State], error)) (core.FunctionResult[State], error) {
-	argErr := func(err error) error { return &core.ArgumentError{Function: l.fn, Err: err} }
-	if len(p.Arguments) > MaxArgumentBytes {
-		return core.FunctionResult[State]{}, argErr(fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), MaxArgumentBytes))
+// callRecord applies a record call whose arguments passed the schema.
+func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+	calls := memory.CallLog{IDs: p.State.Applied, Outputs: p.State.outputs}
+	if out, ok := calls.Replay(p.Call.CallID); ok {
+		return core.FunctionResult[State]{Output: out}, nil
 	}
-	// Schema check first (types, required fields), for its precise words.
-	if _, err := validate(ctx, p); err != nil {
-		return core.FunctionResult[State]{}, err
-	}
-	if p.Call.CallID != "" && p.State.applied(p.Call.CallID) {
-		return core.FunctionResult[State]{Output: p.State.replayOutput(p.Call.CallID)}, nil
-	}
-	cands, err := l.parseRecord(p.Arguments, []string{callSourceID(p.Run, p.Call)})
+	cands, err := l.parseRecord(p.Arguments, []string{layerkit.CallSourceID(p.Run, p.Call)})
 	if err != nil {
-		return core.FunctionResult[State]{}, argErr(err)
+		return core.FunctionResult[State]{}, &core.ArgumentError{Function: l.fn, Err: err}
 	}
 	m, err := l.mirrorOf(ctx, p.State, p.Run)
 	if err != nil {
@@ -598,11 +464,11 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], va
 	}
 	st := p.State
 	st.m = m
-	next := &st
 	if p.Call.CallID != "" {
-		next = st.withApplied(p.Call.CallID, res.String())
+		calls = calls.With(p.Call.CallID, res.String()).Trim(memory.MaxPersistedCalls)
+		st.Applied, st.outputs = calls.IDs, calls.Outputs
 	}
-	return core.FunctionResult[State]{Output: res.String(), State: next}, nil
+	return core.FunctionResult[State]{Output: res.String(), State: &st}, nil
 }
 
 // Result counts what a write did.

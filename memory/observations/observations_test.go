@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/stratamem/strata/memory/memtest"
 	"github.com/stratamem/strata/memory/observations"
 	"github.com/stratamem/strata/storage"
-	"github.com/stratamem/strata/storage/filestore"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
@@ -32,51 +30,17 @@ func newLayer(t *testing.T, store *memory.Store, opts observations.Options) *obs
 		// serve the first, empty render pinned) has its own test.
 		opts.Placement = core.PlacementLive
 	}
-	l, err := observations.New(store, opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return l
+	return memtest.Layer(t, observations.New, store, opts)
 }
 
 func start(t *testing.T, l *observations.Layer, st storage.Store, thread, resource string) *core.Session {
 	t.Helper()
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st})
-	if err != nil {
-		t.Fatalf("NewRuntime: %v", err)
-	}
-	s, err := rt.Start(context.Background(), core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	return s
-}
-
-// block returns the text the layer contributed to the last assembly
-// (either band), or "".
-func block(t *testing.T, s *core.Session, id string) string {
-	t.Helper()
-	v, err := s.Assemble(context.Background())
-	if err != nil {
-		t.Fatalf("Assemble: %v", err)
-	}
-	for _, b := range []core.Band{core.BandAnchor, core.BandLive} {
-		for _, it := range v.Band(b) {
-			if it.ID == id {
-				return it.Text()
-			}
-		}
-	}
-	return ""
+	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st}, core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
 }
 
 func listAll(t *testing.T, store *memory.Store) []vectorstore.Record {
 	t.Helper()
-	recs, _, err := store.Records.List(context.Background(), vectorstore.ListOptions{Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
+	return memtest.Records(t, store, vectorstore.Filter{})
 }
 
 func recordCall(callID string, args any) core.Item {
@@ -96,7 +60,7 @@ func TestExtractionThroughSession(t *testing.T) {
 	l := newLayer(t, store, observations.Options{})
 	s := start(t, l, nil, "thread-1", "")
 
-	if got := block(t, s, "observations"); got != "" {
+	if got := memtest.Block(t, s, "observations"); got != "" {
 		t.Fatalf("empty memory rendered %q", got)
 	}
 	if err := s.Append(ctx, core.UserMessage("Hi! I'm allergic to peanuts and I work at Acme. What should I cook?")); err != nil {
@@ -105,7 +69,7 @@ func TestExtractionThroughSession(t *testing.T) {
 	if err := s.Record(ctx, core.AssistantMessage("Noted. How about a lentil curry?")); err != nil {
 		t.Fatal(err)
 	}
-	got := block(t, s, "observations")
+	got := memtest.Block(t, s, "observations")
 	for _, want := range []string{
 		"- [5] User is allergic to peanuts (2026-11-30)",
 		"- [4] User works at Acme (2026-11-30)",
@@ -137,7 +101,7 @@ func TestExtractionThroughSession(t *testing.T) {
 	if err := s.Record(ctx, core.AssistantMessage("Anything else?")); err != nil {
 		t.Fatal(err)
 	}
-	if again := block(t, s, "observations"); again != got {
+	if again := memtest.Block(t, s, "observations"); again != got {
 		t.Errorf("render changed without writes:\n%s\n---\n%s", got, again)
 	}
 }
@@ -188,7 +152,7 @@ func TestRecordFunction(t *testing.T) {
 	if err := s.Append(ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	got := block(t, s, "observations")
+	got := memtest.Block(t, s, "observations")
 	if !strings.Contains(got, "- [4] The user prefers metric units (2026-11-30)") || !strings.Contains(got, "- [3] The user's project is due on Friday") {
 		t.Fatalf("recall:\n%s", got)
 	}
@@ -224,73 +188,34 @@ func TestRecordFunction(t *testing.T) {
 	}
 }
 
-// steering is a steering-style layer that denies every call mentioning
-// "password", as a policy layer would.
-func steering() core.Layer[struct{}] {
-	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
-		Hooks: core.Hooks[struct{}]{
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
-				if strings.Contains(p.Call.Arguments, "password") {
-					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "no credentials in memory"}, nil
-				}
-				return core.ToolDecision[struct{}]{}, nil
-			},
-		}}
-}
-
 // The usual host loop: Record the model's items, ask BeforeToolCall, then
 // ExecuteTool what is allowed. A denied record call leaves no observation,
 // neither from the call nor from the extractor reading it.
 func TestSteeringDenialLeavesObservationsUnchanged(t *testing.T) {
-	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), newLayer(t, store, observations.Options{}).Layer()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{RunID: "run-th", ThreadID: "th"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn := func(c core.Item) core.Item {
-		t.Helper()
-		if err := s.Record(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		d, err := s.BeforeToolCall(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := d.Output
-		if d.Allowed {
-			if out, err = s.ExecuteTool(ctx, d.Call); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Append(ctx, out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	out := turn(recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User's password is hunter2", Importance: 5}}}))
+	// A policy layer denies every call mentioning "password".
+	deny := memtest.Deny("password", "no credentials in memory")
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{deny, newLayer(t, store, observations.Options{}).Layer()}})
+	s := memtest.Start(t, rt, core.RunOptions{RunID: "run-th", ThreadID: "th"})
+	out := memtest.Turn(t, s, recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User's password is hunter2", Importance: 5}}}))
 	if out.Output != "Call to observations/record denied by policy: no credentials in memory" {
 		t.Fatalf("denied output %q", out.Output)
 	}
 	if recs := listAll(t, store); len(recs) != 0 {
 		t.Fatalf("denied call wrote %+v", recs)
 	}
-	if got := block(t, s, "observations"); got != "" {
+	if got := memtest.Block(t, s, "observations"); got != "" {
 		t.Fatalf("denied call rendered %q", got)
 	}
 	st, _ := core.State[observations.State](s, "observations")
 	if len(st.Applied) != 0 || len(st.Observations()) != 0 {
 		t.Fatalf("state after the denied call: %+v", st)
 	}
-	out = turn(recordCall("c2", map[string]any{"observations": []obsArg{{Text: "User prefers aisle seats"}}}))
+	out = memtest.Turn(t, s, recordCall("c2", map[string]any{"observations": []obsArg{{Text: "User prefers aisle seats"}}}))
 	if out.Output != "Recorded 1 observation(s): 1 new, 0 merged into existing ones, 0 already known." {
 		t.Fatalf("allowed output %q", out.Output)
 	}
-	if got := block(t, s, "observations"); strings.Contains(got, "hunter2") || !strings.Contains(got, "User prefers aisle seats") {
+	if got := memtest.Block(t, s, "observations"); strings.Contains(got, "hunter2") || !strings.Contains(got, "User prefers aisle seats") {
 		t.Fatalf("rendered %q", got)
 	}
 }
@@ -552,14 +477,7 @@ func TestBudgetedRendering(t *testing.T) {
 	// Through a session with a fixed budget the block never exceeds it.
 	lay := l.Layer()
 	lay.Budget = core.Fixed(float64(budget))
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{lay}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "th"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := memtest.Session(t, core.Config{Layers: []core.AnyLayer{lay}}, core.RunOptions{ThreadID: "th"})
 	if _, err := s.Assemble(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -646,10 +564,7 @@ func TestSurvivesReopen(t *testing.T) {
 	stateDir := t.TempDir()
 	clock := &memtest.Clock{T: t0}
 
-	st1, err := filestore.Open(stateDir, filestore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st1 := memtest.StateStore(t, stateDir)
 	store1 := memtest.NewStore(t, dir, clock)
 	s1 := start(t, newLayer(t, store1, observations.Options{}), st1, "thread-1", "")
 	if err := s1.Record(ctx, core.UserMessage("I live in Lyon.")); err != nil {
@@ -659,23 +574,13 @@ func TestSurvivesReopen(t *testing.T) {
 	if _, err := s1.CallFunction(ctx, call); err != nil {
 		t.Fatal(err)
 	}
-	want := block(t, s1, "observations")
-	if err := s1.Complete(ctx, "done"); err != nil {
-		t.Fatal(err)
-	}
-	if err := store1.Records.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_ = st1.Close()
+	want := memtest.Block(t, s1, "observations")
+	memtest.Shutdown(t, s1, store1.Records, st1)
 
-	st2, err := filestore.Open(stateDir, filestore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	st2 := memtest.StateStore(t, stateDir)
 	store2 := memtest.NewStore(t, dir, clock)
 	s2 := start(t, newLayer(t, store2, observations.Options{}), st2, "thread-1", "")
-	got := block(t, s2, "observations")
+	got := memtest.Block(t, s2, "observations")
 	if got != want || !strings.Contains(got, "User lives in Lyon") || !strings.Contains(got, "User plays the cello") {
 		t.Fatalf("after reopen:\n%s\nwant:\n%s", got, want)
 	}
@@ -692,45 +597,30 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 			ctx := context.Background()
 			store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 			l := newLayer(t, store, observations.Options{Scope: scope})
-			rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
 			facts := map[string][]string{
 				"a": {"I work at Acme", "I like green tea", "My dog is called Rex"},
 				"b": {"I work at Globex", "I like black coffee", "My cat is called Tom"},
 			}
-			var wg sync.WaitGroup
-			blocks := map[string]string{}
-			var mu sync.Mutex
-			for key, lines := range facts {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
-					if err != nil {
-						t.Error(err)
-						return
+			blocks := memtest.Collect(t, []string{"a", "b"}, func(key string) (string, error) {
+				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
+				if err != nil {
+					return "", err
+				}
+				for i, ln := range facts[key] {
+					if err := s.Record(ctx, core.UserMessage(ln)); err != nil {
+						return "", err
 					}
-					for i, ln := range lines {
-						if err := s.Record(ctx, core.UserMessage(ln)); err != nil {
-							t.Error(err)
-						}
-						c := recordCall(fmt.Sprintf("c%d", i), map[string]any{"observations": []obsArg{{Text: "Session " + key + " note " + fmt.Sprint(i)}}})
-						if _, err := s.CallFunction(ctx, c); err != nil {
-							t.Error(err)
-						}
-						if _, err := s.Assemble(ctx); err != nil {
-							t.Error(err)
-						}
+					c := recordCall(fmt.Sprintf("c%d", i), map[string]any{"observations": []obsArg{{Text: "Session " + key + " note " + fmt.Sprint(i)}}})
+					if _, err := s.CallFunction(ctx, c); err != nil {
+						return "", err
 					}
-					b := block(t, s, "observations")
-					mu.Lock()
-					blocks[key] = b
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+					if _, err := s.Assemble(ctx); err != nil {
+						return "", err
+					}
+				}
+				return memtest.Assembled(s, "observations")
+			})
 			for key, other := range map[string]string{"a": "b", "b": "a"} {
 				b := blocks[key]
 				if strings.Count(b, "\n- [") != 6 {
@@ -823,26 +713,16 @@ func TestCustomExtractor(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
-	cases := []struct {
-		opts  observations.Options
-		field string
-	}{
-		{observations.Options{Scope: core.ScopeGlobal}, "Scope"},
-		{observations.Options{Scope: core.ScopeExecution}, "Scope"},
-		{observations.Options{MergeThreshold: 1.5}, "MergeThreshold"},
-		{observations.Options{MergeThreshold: -0.1}, "MergeThreshold"},
-		{observations.Options{MergeThreshold: math.NaN()}, "MergeThreshold"},
-		{observations.Options{Placement: "sideways"}, "Placement"},
-		{observations.Options{ID: "a/b"}, "ID"},
-		{observations.Options{Budget: core.Fixed(math.NaN())}, "Budget.Tokens"},
-	}
-	for _, c := range cases {
-		_, err := observations.New(store, c.opts)
-		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, core.ErrConfig) {
-			t.Errorf("%+v: got %v, want ConfigError on %s", c.opts, err, c.field)
-		}
-	}
+	memtest.ConfigErrors(t, func(o observations.Options) error { _, err := observations.New(store, o); return err }, []memtest.ConfigCase[observations.Options]{
+		{Opts: observations.Options{Scope: core.ScopeGlobal}, Field: "Scope"},
+		{Opts: observations.Options{Scope: core.ScopeExecution}, Field: "Scope"},
+		{Opts: observations.Options{MergeThreshold: 1.5}, Field: "MergeThreshold"},
+		{Opts: observations.Options{MergeThreshold: -0.1}, Field: "MergeThreshold"},
+		{Opts: observations.Options{MergeThreshold: math.NaN()}, Field: "MergeThreshold"},
+		{Opts: observations.Options{Placement: "sideways"}, Field: "Placement"},
+		{Opts: observations.Options{ID: "a/b"}, Field: "ID"},
+		{Opts: observations.Options{Budget: core.Fixed(math.NaN())}, Field: "Budget.Tokens"},
+	})
 	if _, err := observations.New(nil, observations.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("nil store: %v", err)
 	}

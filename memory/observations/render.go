@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory/internal/render"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -20,13 +21,7 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	if err != nil {
 		return core.Recall[State]{}, err
 	}
-	text := Render(m.sorted(), p.Budget, l.opts.Tokenizer)
-	if text == "" {
-		return core.Recall[State]{}, nil
-	}
-	it := core.DeveloperMessage(text)
-	it.ID = l.opts.ID
-	return core.Recall[State]{Items: []core.Item{it}}, nil
+	return render.Recall[State](l.opts.ID, Render(m.sorted(), p.Budget, l.opts.Tokenizer)), nil
 }
 
 // Line renders one observation as it appears in the block.
@@ -154,26 +149,8 @@ func Delta(prev, next []core.Item) (string, bool, error) {
 	}
 	var b strings.Builder
 	b.WriteString("<observations_update>\nChanges to the observations above.")
-	if len(changed) > 0 {
-		b.WriteString("\nNew or updated:")
-		for _, ln := range changed {
-			b.WriteString("\n" + ln)
-		}
-	}
-	if len(gone) > 0 {
-		b.WriteString("\nNo longer listed (superseded, removed or left out for space):")
-		for _, ln := range gone {
-			b.WriteString("\n" + ln)
-		}
-	}
+	render.Section(&b, "New or updated:", changed)
+	render.Section(&b, "No longer listed (superseded, removed or left out for space):", gone)
 	b.WriteString("\n</observations_update>")
-	delta := b.String()
-	full := 0
-	for _, it := range next {
-		full += len(it.Text())
-	}
-	if len(delta) >= full {
-		return "", false, nil
-	}
-	return delta, true, nil
+	return render.IfSmaller(b.String(), next)
 }

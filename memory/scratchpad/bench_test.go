@@ -16,9 +16,8 @@ import (
 func BenchmarkUpdate(b *testing.B) {
 	ctx := context.Background()
 	store := memtest.NewStore(b, "", &memtest.Clock{T: t0})
-	l, _ := scratchpad.New(store, scratchpad.Options{})
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+	l := memtest.Layer(b, scratchpad.New, store, scratchpad.Options{})
+	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "t"})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		args := fmt.Sprintf(`{"set": {"step": "%d", "plan": "plan %d", "status": "working"}}`, i, i%7)
@@ -34,9 +33,8 @@ func BenchmarkUpdate(b *testing.B) {
 func BenchmarkAssemble(b *testing.B) {
 	ctx := context.Background()
 	store := memtest.NewStore(b, "", &memtest.Clock{T: t0})
-	l, _ := scratchpad.New(store, scratchpad.Options{})
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+	l := memtest.Layer(b, scratchpad.New, store, scratchpad.Options{})
+	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "t"})
 	var set []string
 	for i := 0; i < 100; i++ {
 		set = append(set, fmt.Sprintf(`"key%03d": "value of note %d"`, i, i))

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratamem/strata/core"
-	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/memory/internal/render"
 )
 
 const (
@@ -32,16 +32,7 @@ func pairLine(k, v string) string { return quote(k) + ": " + quote(v) }
 // sorted by key, the most recently updated kept when they do not all fit.
 // It is memoised per state.
 func (l *layer) render(st State, budget int) string {
-	m := st.rendered
-	if m == nil {
-		return l.renderFresh(st, budget)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ok || m.budget != budget {
-		m.text, m.budget, m.ok = l.renderFresh(st, budget), budget, true
-	}
-	return m.text
+	return st.rendered.Get(budget, func() string { return l.renderFresh(st, budget) })
 }
 
 func (l *layer) renderFresh(st State, budget int) string {
@@ -60,76 +51,26 @@ func (l *layer) renderFresh(st State, budget int) string {
 		}
 		return pref[i] < pref[j]
 	})
-	line := func(i int) string { return pairLine(pref[i], st.notes[pref[i]].value) }
-	build := func(sel []int, omitted int) string {
-		keys := make([]string, len(sel))
-		for n, i := range sel {
-			keys[n] = pref[i]
-		}
-		sort.Strings(keys)
-		var b strings.Builder
-		b.WriteString(openTag + "\n")
-		for _, k := range keys {
-			b.WriteString(pairLine(k, st.notes[k].value))
-			b.WriteByte('\n')
-		}
-		if omitted > 0 {
-			fmt.Fprintf(&b, "(%d older notes not shown for space)\n", omitted)
-		}
-		b.WriteString(closeTag)
-		return b.String()
+	lines := make([]string, len(pref))
+	for i, k := range pref {
+		lines[i] = pairLine(k, st.notes[k].value)
 	}
-	return fit(l.tk, budget, len(pref), line, build)
-}
-
-// fit renders the greedy selection, in preference order 0..n-1, of the
-// entries that fit budget tokens as the runtime counts a message (text plus
-// core.ItemOverhead). build renders a selection (indices in preference
-// order) and the number left out.
-func fit(tk tokens.Tokenizer, budget, n int, line func(int) string, build func(sel []int, omitted int) string) string {
-	if n == 0 || budget <= 0 {
-		return ""
-	}
-	cost := func(text string) int { return tk.Count(text) + core.ItemOverhead }
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	if text := build(all, 0); cost(text) <= budget {
-		return text
-	}
-	used := cost(build(nil, n))
-	var sel []int
-	for i := 0; i < n; i++ {
-		if c := tk.Count(line(i) + "\n"); used+c <= budget {
-			sel = append(sel, i)
-			used += c
-		}
-	}
-	// Per-line counts approximate the whole; check the whole and give up
-	// the least preferred entries until it fits. Nothing fitting renders
-	// nothing: a bare "n not shown" line would only cost tokens.
-	for len(sel) > 0 {
-		if text := build(sel, n-len(sel)); cost(text) <= budget {
-			return text
-		}
-		sel = sel[:len(sel)-1]
-	}
-	return ""
+	return render.Block{Open: openTag, Close: closeTag, Lines: lines,
+		// Shown sorted by key.
+		Before:  func(i, j int) bool { return pref[i] < pref[j] },
+		Omitted: func(n int) string { return fmt.Sprintf("(%d older notes not shown for space)", n) },
+	}.Fit(l.tk, budget)
 }
 
 // parseBlock reads the notes back out of a rendered block; ok is false
 // when items are not one block this layer rendered.
 func parseBlock(items []core.Item) (map[string]string, bool) {
-	if len(items) != 1 {
-		return nil, false
-	}
-	lines := strings.Split(items[0].Text(), "\n")
-	if len(lines) < 2 || lines[0] != openTag || lines[len(lines)-1] != closeTag {
+	lines, ok := render.BlockLines(items, openTag, closeTag)
+	if !ok {
 		return nil, false
 	}
 	out := map[string]string{}
-	for _, line := range lines[1 : len(lines)-1] {
+	for _, line := range lines {
 		if !strings.HasPrefix(line, `"`) {
 			continue // the "not shown" line
 		}

@@ -2,18 +2,17 @@ package scratchpad
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
+	"github.com/stratamem/strata/memory/internal/render"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
@@ -69,20 +68,11 @@ type Options struct {
 // core.State[scratchpad.State](session, id).
 type State struct {
 	notes map[string]note
-	// applied maps the call ids applied in this session to their output,
-	// so a replayed call id is answered, not applied again.
-	applied map[string]string
-	// rendered caches the rendering of these notes: a state is never
-	// modified (every write makes a new one), so an unchanged turn costs
-	// a lookup, not a render.
-	rendered *renderMemo
-}
-
-type renderMemo struct {
-	mu     sync.Mutex
-	ok     bool
-	budget int
-	text   string
+	// calls are the calls applied in this session, so a replayed call id
+	// is answered, not applied again.
+	calls memory.CallLog
+	// rendered caches the rendering of these notes.
+	rendered *render.Memo
 }
 
 type note struct {
@@ -139,36 +129,19 @@ type layer struct {
 // layer's fields (e.g. Placement) before handing it to core.NewRuntime if
 // the defaults do not suit.
 func New(store *memory.Store, opts Options) (core.Layer[State], error) {
-	if opts.ID == "" {
-		opts.ID = DefaultID
-	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
 	if err := store.Validate(); err != nil {
 		return core.Layer[State]{}, fmt.Errorf("scratchpad: %w", err)
 	}
-	if strings.Contains(opts.ID, "/") {
-		return core.Layer[State]{}, bad("ID", "must not contain '/'")
-	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeThread
-	case core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
-	default:
-		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("%q: want thread, resource or global", opts.Scope))
-	}
-	if opts.Slot == 0 {
-		opts.Slot = core.SlotScratchpad
-	}
-	if opts.Budget == (core.Budget{}) {
-		opts.Budget = core.Range(100, 1000)
-	}
-	if err := opts.Budget.Validate(); err != nil {
+	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
+		ID: DefaultID, Slot: core.SlotScratchpad, Budget: core.Range(100, 1000),
+		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource, core.ScopeGlobal}, CheckID: layerkit.NoSlash,
+	})
+	if err != nil {
 		return core.Layer[State]{}, err
 	}
+	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
 	if opts.MaxKeys < 0 {
-		return core.Layer[State]{}, bad("MaxKeys", "negative")
+		return core.Layer[State]{}, layerkit.ConfigError(opts.ID, "MaxKeys", "negative")
 	}
 	if opts.MaxKeys == 0 {
 		opts.MaxKeys = DefaultMaxKeys
@@ -196,7 +169,7 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 			if err != nil {
 				return nil, err
 			}
-			st.applied = p.State.applied
+			st.calls = p.State.calls
 			return &st, nil
 		},
 	}
@@ -235,7 +208,7 @@ var parametersSchema = []byte(`{"type":"object","properties":{` +
 // (a replay), in which case it answers with the first application's output
 // and changes nothing. next is nil when nothing changed.
 func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
-	if out, ok := st.applied[call.CallID]; ok && call.CallID != "" {
+	if out, ok := st.calls.Replay(call.CallID); ok {
 		return nil, out, nil
 	}
 	u, err := parseUpdate(call.Arguments)
@@ -246,43 +219,24 @@ func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 	if err != nil {
 		return nil, "", err
 	}
-	if call.CallID != "" {
-		applied := make(map[string]string, len(next.applied)+1)
-		for k, v := range next.applied {
-			applied[k] = v
-		}
-		applied[call.CallID] = out
-		next.applied = applied
-	}
+	next.calls = next.calls.With(call.CallID, out)
 	return &next, out, nil
 }
 
 // scopeOf returns the record scope, the scope key used in record ids, and
 // the filter selecting this scope's notes.
 func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
-	f := vectorstore.Filter{Layer: l.id, Kind: KindNote, Metadata: map[string]string{"scope": string(l.scope)}}
-	switch l.scope {
-	case core.ScopeThread:
-		f.Thread = run.ThreadID
-		// The resource is informational (memctl can list by it); the
-		// thread alone keys the notes, as it keys core's thread state.
-		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
-	case core.ScopeResource:
-		f.Resource = run.ResourceID
-		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
-	}
-	return vectorstore.Scope{}, "global", f
+	return layerkit.Scoped(l.id, KindNote, l.scope, run)
 }
 
 func (l *layer) recordID(scopeKey, key string) string {
-	h := sha256.Sum256([]byte(l.id + "\x00" + scopeKey + "\x00" + key))
-	return KindNote + "-" + hex.EncodeToString(h[:20])
+	return layerkit.RecordID(KindNote, l.id, scopeKey, key)
 }
 
 // load reads the scope's notes into a fresh mirror.
 func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 	_, _, f := l.scopeOf(run)
-	st := State{notes: map[string]note{}, rendered: &renderMemo{}}
+	st := State{notes: map[string]note{}, rendered: &render.Memo{}}
 	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
 		if err != nil {
 			return State{}, fmt.Errorf("scratchpad: load notes: %w", err)
@@ -397,7 +351,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 	for _, k := range del {
 		delete(notes, k)
 	}
-	next := State{notes: notes, applied: st.applied, rendered: &renderMemo{}}
+	next := State{notes: notes, calls: st.calls, rendered: &render.Memo{}}
 
 	var b strings.Builder
 	b.WriteString("ok:")

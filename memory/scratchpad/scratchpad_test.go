@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,47 +19,18 @@ import (
 
 var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
-func newLayer(t *testing.T, store *memory.Store, opts scratchpad.Options) core.Layer[scratchpad.State] {
-	t.Helper()
-	l, err := scratchpad.New(store, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // start runs a session with anchoring off, so every view shows the
 // layer's fresh output in one band.
 func start(t *testing.T, l core.Layer[scratchpad.State], thread string) *core.Session {
 	t.Helper()
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(context.Background(), core.RunOptions{ThreadID: thread, ResourceID: "user-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}}, core.RunOptions{ThreadID: thread, ResourceID: "user-1"})
 }
 
 // rendered is the layer's block in a fresh view, "" when it rendered
 // nothing.
 func rendered(t *testing.T, s *core.Session) string {
 	t.Helper()
-	v, err := s.Assemble(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range v.Usage.Diagnostics {
-		t.Errorf("diagnostic: %+v", d)
-	}
-	for _, it := range v.Items() {
-		if it.Role == core.RoleDeveloper && strings.HasPrefix(it.Text(), "<scratchpad>") {
-			return it.Text()
-		}
-	}
-	return ""
+	return memtest.Tagged(t, s, "<scratchpad>")
 }
 
 func call(id, args string) core.Item { return core.FunctionCall(id, "scratchpad/update", args) }
@@ -87,7 +57,7 @@ func TestUpdateRendersAndPersistsRecords(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	s := start(t, newLayer(t, store, scratchpad.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, scratchpad.New, store, scratchpad.Options{}), "thread-1")
 	if got := rendered(t, s); got != "" {
 		t.Fatalf("empty scratchpad rendered %q", got)
 	}
@@ -158,7 +128,7 @@ func TestRoutedCallIsTheOnlyWritePath(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	s := start(t, newLayer(t, store, scratchpad.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, scratchpad.New, store, scratchpad.Options{}), "thread-1")
 
 	// Recording the model's call applies nothing: a steering layer has not
 	// been asked yet.
@@ -218,58 +188,18 @@ func TestRoutedCallIsTheOnlyWritePath(t *testing.T) {
 	}
 }
 
-// steering is a steering-style layer that denies every call touching the
-// "secret" key, as a policy layer would.
-func steering() core.Layer[struct{}] {
-	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
-		Hooks: core.Hooks[struct{}]{
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
-				if strings.Contains(p.Call.Arguments, "secret") {
-					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "no secrets in notes"}, nil
-				}
-				return core.ToolDecision[struct{}]{}, nil
-			},
-		}}
-}
-
 // The usual host loop: Record the model's items, ask BeforeToolCall, then
 // ExecuteTool what is allowed. A denied write leaves the notes unchanged.
 func TestSteeringDenialLeavesNotesUnchanged(t *testing.T) {
-	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), newLayer(t, store, scratchpad.Options{})},
+	// A policy layer denies every call touching the "secret" key.
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{memtest.Deny("secret", "no secrets in notes"), memtest.Layer(t, scratchpad.New, store, scratchpad.Options{})},
 		Cache: core.CacheConfig{Disabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn := func(c core.Item) core.Item {
-		t.Helper()
-		if err := s.Record(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		d, err := s.BeforeToolCall(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := d.Output
-		if d.Allowed {
-			if out, err = s.ExecuteTool(ctx, d.Call); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Append(ctx, out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	if out := turn(call("c1", `{"set": {"plan": "ship it"}}`)); out.Output != `ok: set "plan"; the scratchpad holds 1 key.` {
+	s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-1"})
+	if out := memtest.Turn(t, s, call("c1", `{"set": {"plan": "ship it"}}`)); out.Output != `ok: set "plan"; the scratchpad holds 1 key.` {
 		t.Fatalf("allowed output %q", out.Output)
 	}
-	out := turn(call("c2", `{"set": {"secret": "hunter2"}, "delete": ["plan"]}`))
+	out := memtest.Turn(t, s, call("c2", `{"set": {"secret": "hunter2"}, "delete": ["plan"]}`))
 	if out.Output != "Call to scratchpad/update denied by policy: no secrets in notes" {
 		t.Fatalf("denied output %q", out.Output)
 	}
@@ -287,7 +217,7 @@ func TestSteeringDenialLeavesNotesUnchanged(t *testing.T) {
 func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, scratchpad.Options{MaxKeys: 3})
+	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{MaxKeys: 3})
 	s := start(t, l, "thread-1")
 	if _, err := s.CallFunction(ctx, call("seed", `{"set": {"a": "1", "b": "2"}}`)); err != nil {
 		t.Fatal(err)
@@ -358,7 +288,7 @@ func TestBudgetKeepsRecentKeys(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, scratchpad.Options{Budget: core.Fixed(60)})
+	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{Budget: core.Fixed(60)})
 	s := start(t, l, "thread-1")
 	for i := 0; i < 20; i++ {
 		clock.Advance(time.Second)
@@ -395,16 +325,9 @@ func TestBudgetKeepsRecentKeys(t *testing.T) {
 func TestRenderDeltaPublishesOnlyChangedKeys(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, scratchpad.Options{})
+	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{})
 	l.Placement = core.PlacementAnchor
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "thread-1"})
 	var set []string
 	for i := 0; i < 10; i++ {
 		set = append(set, fmt.Sprintf(`"k%d": "a long enough value for key %d"`, i, i))
@@ -445,7 +368,7 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 	dir := t.TempDir()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, dir, clock)
-	s := start(t, newLayer(t, store, scratchpad.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, scratchpad.New, store, scratchpad.Options{}), "thread-1")
 	if _, err := s.CallFunction(ctx, call("c1", `{"set": {"goal": "ship v2", "todo": "write docs"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -467,13 +390,13 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 	if err := reopened.Records.Upsert(ctx, recs[0]); err != nil {
 		t.Fatal(err)
 	}
-	s2 := start(t, newLayer(t, reopened, scratchpad.Options{}), "thread-1")
+	s2 := start(t, memtest.Layer(t, scratchpad.New, reopened, scratchpad.Options{}), "thread-1")
 	want := "<scratchpad>\n\"goal\": \"ship v2\"\n\"todo\": \"write more docs\"\n</scratchpad>"
 	if got := rendered(t, s2); got != want {
 		t.Fatalf("after reopen\n%s\nwant\n%s", got, want)
 	}
 	// Another thread sees nothing of it.
-	if got := rendered(t, start(t, newLayer(t, reopened, scratchpad.Options{}), "thread-2")); got != "" {
+	if got := rendered(t, start(t, memtest.Layer(t, scratchpad.New, reopened, scratchpad.Options{}), "thread-2")); got != "" {
 		t.Fatalf("other thread sees %q", got)
 	}
 }
@@ -483,64 +406,40 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
 		t.Run(string(scope), func(t *testing.T) {
-			l := newLayer(t, store, scratchpad.Options{ID: "pad-" + string(scope), Scope: scope})
-			rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, 2)
-			for _, who := range []string{"alice", "bob"} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-					if err != nil {
-						errs <- err
-						return
-					}
-					for i := 0; i < 10; i++ {
-						c := core.FunctionCall(fmt.Sprint(who, i), l.ID+"/update", fmt.Sprintf(`{"set": {"%s-%d": "secret of %s"}}`, who, i, who))
-						if err := s.Record(ctx, c); err != nil {
-							errs <- err
-							return
-						}
-						out, err := s.ExecuteTool(ctx, c)
-						if err == nil {
-							err = s.Append(ctx, out)
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-						v, err := s.Assemble(ctx)
-						if err != nil {
-							errs <- err
-							return
-						}
-						for _, it := range v.Items() {
-							other := map[string]string{"alice": "bob", "bob": "alice"}[who]
-							if strings.Contains(it.Text(), other) {
-								errs <- fmt.Errorf("%s sees %q", who, it.Text())
-								return
-							}
-						}
-					}
-					errs <- s.Complete(ctx, "ok")
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, who := range []string{"alice", "bob"} {
+			l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{ID: "pad-" + string(scope), Scope: scope})
+			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
+			memtest.Concurrently(t, []string{"alice", "bob"}, func(who string) error {
 				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
 				if err != nil {
-					t.Fatal(err)
+					return err
 				}
+				for i := 0; i < 10; i++ {
+					c := core.FunctionCall(fmt.Sprint(who, i), l.ID+"/update", fmt.Sprintf(`{"set": {"%s-%d": "secret of %s"}}`, who, i, who))
+					if err := s.Record(ctx, c); err != nil {
+						return err
+					}
+					out, err := s.ExecuteTool(ctx, c)
+					if err == nil {
+						err = s.Append(ctx, out)
+					}
+					if err != nil {
+						return err
+					}
+					v, err := s.Assemble(ctx)
+					if err != nil {
+						return err
+					}
+					for _, it := range v.Items() {
+						other := map[string]string{"alice": "bob", "bob": "alice"}[who]
+						if strings.Contains(it.Text(), other) {
+							return fmt.Errorf("%s sees %q", who, it.Text())
+						}
+					}
+				}
+				return s.Complete(ctx, "ok")
+			})
+			for _, who := range []string{"alice", "bob"} {
+				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
 				st, _ := core.State[scratchpad.State](s, l.ID)
 				if st.Len() != 10 {
 					t.Fatalf("%s has %d keys", who, st.Len())
@@ -558,7 +457,7 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 func TestChildWritesReachParent(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	s := start(t, newLayer(t, store, scratchpad.Options{}), "thread-1")
+	s := start(t, memtest.Layer(t, scratchpad.New, store, scratchpad.Options{}), "thread-1")
 	if _, err := s.CallFunction(ctx, call("p1", `{"set": {"parent": "yes"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -582,23 +481,13 @@ func TestChildWritesReachParent(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
-	cases := []struct {
-		opts  scratchpad.Options
-		field string
-	}{
-		{scratchpad.Options{Scope: core.ScopeExecution}, "Scope"},
-		{scratchpad.Options{Scope: "galaxy"}, "Scope"},
-		{scratchpad.Options{MaxKeys: -1}, "MaxKeys"},
-		{scratchpad.Options{ID: "a/b"}, "ID"},
-		{scratchpad.Options{Budget: core.Range(10, 5)}, "Budget.Max"},
-	}
-	for _, tc := range cases {
-		_, err := scratchpad.New(store, tc.opts)
-		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%+v: error %v, want a ConfigError on %s", tc.opts, err, tc.field)
-		}
-	}
+	memtest.ConfigErrors(t, func(o scratchpad.Options) error { _, err := scratchpad.New(store, o); return err }, []memtest.ConfigCase[scratchpad.Options]{
+		{Opts: scratchpad.Options{Scope: core.ScopeExecution}, Field: "Scope"},
+		{Opts: scratchpad.Options{Scope: "galaxy"}, Field: "Scope"},
+		{Opts: scratchpad.Options{MaxKeys: -1}, Field: "MaxKeys"},
+		{Opts: scratchpad.Options{ID: "a/b"}, Field: "ID"},
+		{Opts: scratchpad.Options{Budget: core.Range(10, 5)}, Field: "Budget.Max"},
+	})
 	if _, err := scratchpad.New(nil, scratchpad.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("nil store: %v", err)
 	}
@@ -615,11 +504,8 @@ func TestConfigErrors(t *testing.T) {
 func TestTwoSessionsOnOneThreadBothPersist(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, scratchpad.Options{})
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}})
 	a, _ := rt.Start(ctx, core.RunOptions{ThreadID: "shared"})
 	b, _ := rt.Start(ctx, core.RunOptions{ThreadID: "shared"})
 	// Interleaved writes: each session's scoped-state write conflicts with

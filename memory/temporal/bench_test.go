@@ -56,14 +56,7 @@ func BenchmarkRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l.Layer()}}, core.RunOptions{ThreadID: "bench"})
 	// 100 chains; each iteration supersedes the current fact of one, so
 	// chains grow by one fact per 100 iterations.
 	for k := 0; k < 100; k++ {

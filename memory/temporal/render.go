@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory/internal/render"
 )
 
 func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
@@ -16,13 +17,7 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	if err != nil {
 		return core.Recall[State]{}, err
 	}
-	text := l.Render(m.all(), l.store.Time(), p.Budget)
-	if text == "" {
-		return core.Recall[State]{}, nil
-	}
-	it := core.DeveloperMessage(text)
-	it.ID = l.opts.ID
-	return core.Recall[State]{Items: []core.Item{it}}, nil
+	return render.Recall[State](l.opts.ID, l.Render(m.all(), l.store.Time(), p.Budget)), nil
 }
 
 // Render renders the ledger as it stands at now within budget tokens
@@ -261,28 +256,10 @@ func Delta(prev, next []core.Item) (string, bool, error) {
 	} else {
 		s.WriteString("\nChanges to the facts above.")
 	}
-	if len(changed) > 0 {
-		s.WriteString("\nNew or changed:")
-		for _, ln := range changed {
-			s.WriteString("\n" + ln)
-		}
-	}
-	if len(gone) > 0 {
-		s.WriteString("\nNo longer current:")
-		for _, ln := range gone {
-			s.WriteString("\n" + ln)
-		}
-	}
+	render.Section(&s, "New or changed:", changed)
+	render.Section(&s, "No longer current:", gone)
 	s.WriteString("\n</temporal_update>")
-	delta := s.String()
-	full := 0
-	for _, it := range next {
-		full += len(it.Text())
-	}
-	if len(delta) >= full {
-		return "", false, nil
-	}
-	return delta, true, nil
+	return render.IfSmaller(s.String(), next)
 }
 
 // renderAsOf answers temporal/as_of.

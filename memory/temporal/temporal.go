@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
@@ -54,7 +54,6 @@ const (
 	// MaxArgumentBytes bounds the raw JSON arguments of one call.
 	MaxArgumentBytes = 256 << 10
 	maxSources       = 32
-	maxApplied       = 256
 )
 
 // Metadata keys of a fact record. The chain of a fact, the facts it
@@ -229,25 +228,14 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.ID == "" {
-		opts.ID = DefaultID
+	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
+		ID: DefaultID, Slot: DefaultSlot,
+		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource}, CheckID: layerkit.RecordSafe,
+	})
+	if err != nil {
+		return nil, err
 	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
-	if strings.Contains(opts.ID, "/") || len(opts.ID) > vectorstore.MaxFieldBytes || !utf8.ValidString(opts.ID) {
-		return nil, bad("ID", "must be valid UTF-8 without '/', at most 512 bytes")
-	}
-	if opts.Slot == 0 {
-		opts.Slot = DefaultSlot
-	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeThread
-	case core.ScopeThread, core.ScopeResource:
-	default:
-		return nil, bad("Scope", fmt.Sprintf("must be thread or resource, got %q", opts.Scope))
-	}
+	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
 	switch opts.Placement {
 	case "":
 		opts.Placement = core.PlacementAnchor
@@ -255,14 +243,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	case Auto:
 		opts.Placement = core.PlacementAuto
 	default:
-		return nil, bad("Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
-	}
-	if err := opts.Budget.Validate(); err != nil {
-		var ce *core.ConfigError
-		if errors.As(err, &ce) {
-			ce.Layer = opts.ID
-		}
-		return nil, err
+		return nil, layerkit.ConfigError(opts.ID, "Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
 	}
 	if opts.Location == nil {
 		opts.Location = time.UTC
@@ -299,72 +280,26 @@ func (s State) Facts() []Fact {
 	return s.m.all()
 }
 
-func (s State) applied(callID string) bool { return slices.Contains(s.Applied, callID) }
-
-// replayOutput answers a replayed call id: the first application's output
-// when this session applied it, else a note that it was applied before.
-func (s State) replayOutput(callID string) string {
-	if out, ok := s.outputs[callID]; ok {
-		return out
-	}
-	return fmt.Sprintf("Already applied: call %s was applied in an earlier session; nothing was written again.", callID)
-}
-
-func (s State) withApplied(callID, output string) *State {
-	next := s
-	next.Applied = append(slices.Clone(s.Applied), callID)
-	// A new map: states are values, and an older one may still be read.
-	next.outputs = make(map[string]string, len(s.outputs)+1)
-	for id, out := range s.outputs {
-		next.outputs[id] = out
-	}
-	next.outputs[callID] = output
-	if len(next.Applied) > maxApplied {
-		drop := next.Applied[:len(next.Applied)-maxApplied]
-		next.Applied = next.Applied[len(next.Applied)-maxApplied:]
-		for _, id := range drop {
-			delete(next.outputs, id)
-		}
-	}
-	return &next
-}
-
+// mergeState resolves a compare-and-swap conflict between two sessions of
+// one scope: the applied call ids of both are kept.
 func mergeState(stored, mine State) State {
-	out := mine
-	out.Applied = slices.Clone(stored.Applied)
-	for _, id := range mine.Applied {
-		if !slices.Contains(out.Applied, id) {
-			out.Applied = append(out.Applied, id)
-		}
-	}
-	if len(out.Applied) > maxApplied {
-		out.Applied = out.Applied[len(out.Applied)-maxApplied:]
-	}
-	return out
+	mine.Applied = memory.MergeCallIDs(stored.Applied, mine.Applied, memory.MaxPersistedCalls)
+	return mine
 }
 
 // mirror is a session's in-memory copy of its scope's facts, and the
 // times at which the session's items were recorded (the "message
 // timestamps" relative phrases resolve against).
 type mirror struct {
-	mu    sync.Mutex
-	facts map[string]Fact
+	layerkit.Mirror[Fact]
+	mu    sync.Mutex           // guards times
 	times map[string]time.Time // by source id
 }
 
-func (m *mirror) put(f Fact) {
-	m.mu.Lock()
-	m.facts[f.ID] = f
-	m.mu.Unlock()
-}
+func (m *mirror) put(f Fact) { m.Put(f.ID, f) }
 
 func (m *mirror) all() []Fact {
-	m.mu.Lock()
-	out := make([]Fact, 0, len(m.facts))
-	for _, f := range m.facts {
-		out = append(out, f)
-	}
-	m.mu.Unlock()
+	out := m.Values()
 	sortFacts(out)
 	return out
 }
@@ -391,22 +326,14 @@ func compareChain(a, b Fact) int {
 
 // Layer returns the core layer to add to a runtime.
 func (l *Layer) Layer() core.Layer[State] {
-	record := core.NewFunction[State, recordArgs]("record",
+	record := layerkit.Function[State, recordArgs]("record", l.fnRec,
 		"Record facts that hold from a point in time, e.g. where someone lives, who they work for, a deadline. "+
 			"A newer fact with the same subject and predicate supersedes the older one, which is kept as history. "+
 			"Give 'when' if the fact became true at another time than now (yesterday, last Friday, 2026-11-20).",
-		func(context.Context, State, recordArgs) (string, *State, error) { return "", nil, nil })
-	validateRecord := record.Call
-	record.Call = func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-		return l.callRecord(ctx, p, validateRecord)
-	}
-	asOf := core.NewFunction[State, asOfArgs]("as_of",
+		MaxArgumentBytes, l.callRecord)
+	asOf := layerkit.Function[State, asOfArgs]("as_of", l.fnAsOf,
 		"List the facts that were true on a date (at the end of that day), e.g. to answer 'where did Alice live in March?'.",
-		func(context.Context, State, asOfArgs) (string, *State, error) { return "", nil, nil })
-	validateAsOf := asOf.Call
-	asOf.Call = func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-		return l.callAsOf(ctx, p, validateAsOf)
-	}
+		MaxArgumentBytes, l.callAsOf)
 	return core.Layer[State]{
 		ID:        l.opts.ID,
 		Name:      "Temporal facts",
@@ -428,23 +355,11 @@ func (l *Layer) Layer() core.Layer[State] {
 }
 
 func (l *Layer) scopeOf(run core.RunInfo) vectorstore.Scope {
-	if l.opts.Scope == core.ScopeResource {
-		return vectorstore.Scope{Resource: run.ResourceID}
-	}
-	return vectorstore.Scope{Thread: run.ThreadID}
+	return layerkit.ThreadOrResource(l.opts.Scope, run)
 }
 
 func (l *Layer) checkScope(s vectorstore.Scope) (vectorstore.Scope, error) {
-	if l.opts.Scope == core.ScopeResource {
-		if s.Resource == "" {
-			return s, fmt.Errorf("%w: layer %q is resource-scoped: Scope.Resource is empty", ErrScope, l.opts.ID)
-		}
-		return vectorstore.Scope{Resource: s.Resource}, nil
-	}
-	if s.Thread == "" {
-		return s, fmt.Errorf("%w: layer %q is thread-scoped: Scope.Thread is empty", ErrScope, l.opts.ID)
-	}
-	return vectorstore.Scope{Thread: s.Thread}, nil
+	return layerkit.CheckScope(l.opts.ID, l.opts.Scope, s, ErrScope)
 }
 
 // filter selects the current-kind facts of a scope; allKinds adds the
@@ -458,14 +373,11 @@ func (l *Layer) allKinds(s vectorstore.Scope) vectorstore.Filter {
 }
 
 func (l *Layer) list(ctx context.Context, f vectorstore.Filter, withVectors bool) ([]vectorstore.Record, error) {
-	var out []vectorstore.Record
-	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000, WithVectors: withVectors}) {
-		if err != nil {
-			return nil, fmt.Errorf("temporal: list: %w", err)
-		}
-		out = append(out, r)
+	recs, err := layerkit.Records(ctx, l.store.Records, f, withVectors)
+	if err != nil {
+		return nil, fmt.Errorf("temporal: list: %w", err)
 	}
-	return out, nil
+	return recs, nil
 }
 
 // AsOf returns the facts of scope that held at t (ValidFrom <= t <
@@ -478,16 +390,7 @@ func (l *Layer) AsOf(ctx context.Context, scope vectorstore.Scope, t time.Time) 
 	}
 	f := l.filter(scope)
 	f.ValidAt = t
-	recs, err := l.list(ctx, f, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Fact, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, fromRecord(r))
-	}
-	sortFacts(out)
-	return out, nil
+	return l.facts(ctx, f)
 }
 
 // History returns every fact of scope, closed and corrected ones
@@ -497,7 +400,13 @@ func (l *Layer) History(ctx context.Context, scope vectorstore.Scope) ([]Fact, e
 	if err != nil {
 		return nil, err
 	}
-	recs, err := l.list(ctx, l.allKinds(scope), false)
+	return l.facts(ctx, l.allKinds(scope))
+}
+
+// facts reads the facts f selects, ordered by subject, predicate and
+// ValidFrom.
+func (l *Layer) facts(ctx context.Context, f vectorstore.Filter) ([]Fact, error) {
+	recs, err := l.list(ctx, f, false)
 	if err != nil {
 		return nil, err
 	}
@@ -532,18 +441,10 @@ func (l *Layer) Record(ctx context.Context, scope vectorstore.Scope, at time.Tim
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
-	var st State
-	if len(p.Stored) > 0 {
-		if err := json.Unmarshal(p.Stored, &st); err != nil {
-			return State{}, fmt.Errorf("decode stored state: %w", err)
-		}
-	}
-	m, err := l.load(ctx, l.scopeOf(p.Run))
-	if err != nil {
-		return State{}, err
-	}
-	st.m = m
-	return st, nil
+	return layerkit.InitState(p.Stored, func(st *State) (err error) {
+		st.m, err = l.load(ctx, l.scopeOf(p.Run))
+		return err
+	})
 }
 
 func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, error) {
@@ -551,10 +452,9 @@ func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, err
 	if err != nil {
 		return nil, err
 	}
-	m := &mirror{facts: make(map[string]Fact, len(recs)), times: map[string]time.Time{}}
+	m := &mirror{times: map[string]time.Time{}}
 	for _, r := range recs {
-		f := fromRecord(r)
-		m.facts[f.ID] = f
+		m.put(fromRecord(r))
 	}
 	return m, nil
 }
@@ -566,26 +466,12 @@ func (l *Layer) mirrorOf(ctx context.Context, st State, run core.RunInfo) (*mirr
 	return l.load(ctx, l.scopeOf(run))
 }
 
-func sourceID(run core.RunInfo, it core.Item, idx int) string {
-	if it.ID != "" {
-		return it.ID
-	}
-	return run.RunID + ":" + strconv.Itoa(idx)
-}
-
-func callSourceID(run core.RunInfo, call core.Item) string {
-	if call.ID != "" {
-		return call.ID
-	}
-	return run.RunID + ":call:" + call.CallID
-}
-
 // onItemAppend stamps each item with the store clock as it is recorded:
 // that is the message timestamp its relative phrases resolve against.
 func (l *Layer) onItemAppend(_ context.Context, p core.ItemAppendParams[State]) (*State, error) {
 	if m := p.State.m; m != nil {
 		m.mu.Lock()
-		m.times[sourceID(p.Run, p.Item, p.Index)] = l.store.Time()
+		m.times[layerkit.SourceID(p.Run, p.Item, p.Index)] = l.store.Time()
 		m.mu.Unlock()
 	}
 	return nil, nil
@@ -612,7 +498,7 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	base := len(p.History) - len(p.NewItems)
 	ids := make([]string, len(p.NewItems))
 	for i, it := range p.NewItems {
-		ids[i] = sourceID(p.Run, it, base+i)
+		ids[i] = layerkit.SourceID(p.Run, it, base+i)
 	}
 	defer func() {
 		m.mu.Lock()
@@ -636,22 +522,8 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	if l.opts.Extractor == nil {
 		return next, nil
 	}
-	// The extractor does not see this layer's own calls and their outputs:
-	// the routed call writes those, and a denied one must not be written.
-	var items []core.Item
-	var idx []int
-	own := map[string]bool{}
-	for i, it := range p.NewItems {
-		switch {
-		case it.Type == core.TypeFunctionCall && (it.Name == l.fnRec || it.Name == l.fnAsOf):
-			own[it.CallID] = true
-			continue
-		case it.Type == core.TypeFunctionCallOutput && own[it.CallID]:
-			continue
-		}
-		items = append(items, it)
-		idx = append(idx, i)
-	}
+	// The extractor does not see this layer's own calls and their outputs.
+	items, idx := layerkit.Foreign(p.NewItems, l.fnRec, l.fnAsOf)
 	if len(items) == 0 {
 		return next, nil
 	}
@@ -703,9 +575,6 @@ type asOfArgs struct {
 // parseRecord decodes and validates record arguments. Its errors are
 // worded for the model.
 func (l *Layer) parseRecord(raw string, at time.Time, sources []string) ([]pending, error) {
-	if len(raw) > MaxArgumentBytes {
-		return nil, fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(raw), MaxArgumentBytes)
-	}
 	args, err := core.DecodeArguments[recordArgs](raw)
 	if err != nil {
 		return nil, err
@@ -727,23 +596,18 @@ func (l *Layer) parseRecord(raw string, at time.Time, sources []string) ([]pendi
 	return out, nil
 }
 
-func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], validate func(context.Context, core.FunctionParams[State]) (core.FunctionResult[State], error)) (core.FunctionResult[State], error) {
-	argErr := func(err error) error { return &core.ArgumentError{Function: l.fnRec, Err: err} }
-	if len(p.Arguments) > MaxArgumentBytes {
-		return core.FunctionResult[State]{}, argErr(fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), MaxArgumentBytes))
-	}
-	if _, err := validate(ctx, p); err != nil {
-		return core.FunctionResult[State]{}, err
-	}
-	if p.Call.CallID != "" && p.State.applied(p.Call.CallID) {
-		return core.FunctionResult[State]{Output: p.State.replayOutput(p.Call.CallID)}, nil
+// callRecord applies a record call whose arguments passed the schema.
+func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+	calls := memory.CallLog{IDs: p.State.Applied, Outputs: p.State.outputs}
+	if out, ok := calls.Replay(p.Call.CallID); ok {
+		return core.FunctionResult[State]{Output: out}, nil
 	}
 	// The call is applied now, when the host routes it: the store clock
 	// is its message time (in the usual loop, right after the model's
 	// answer was recorded).
-	ins, err := l.parseRecord(p.Arguments, l.store.Time(), []string{callSourceID(p.Run, p.Call)})
+	ins, err := l.parseRecord(p.Arguments, l.store.Time(), []string{layerkit.CallSourceID(p.Run, p.Call)})
 	if err != nil {
-		return core.FunctionResult[State]{}, argErr(err)
+		return core.FunctionResult[State]{}, &core.ArgumentError{Function: l.fnRec, Err: err}
 	}
 	m, err := l.mirrorOf(ctx, p.State, p.Run)
 	if err != nil {
@@ -756,11 +620,11 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State], va
 	st := p.State
 	st.m = m
 	out := l.describe(res)
-	next := &st
 	if p.Call.CallID != "" {
-		next = st.withApplied(p.Call.CallID, out)
+		calls = calls.With(p.Call.CallID, out).Trim(memory.MaxPersistedCalls)
+		st.Applied, st.outputs = calls.IDs, calls.Outputs
 	}
-	return core.FunctionResult[State]{Output: out, State: next}, nil
+	return core.FunctionResult[State]{Output: out, State: &st}, nil
 }
 
 // AsOfInstant turns a date argument into the instant an as-of query
@@ -785,14 +649,9 @@ func AsOfInstant(date string, ref time.Time, loc *time.Location) (time.Time, err
 	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC(), nil
 }
 
-func (l *Layer) callAsOf(ctx context.Context, p core.FunctionParams[State], validate func(context.Context, core.FunctionParams[State]) (core.FunctionResult[State], error)) (core.FunctionResult[State], error) {
+// callAsOf answers an as_of call whose arguments passed the schema.
+func (l *Layer) callAsOf(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
 	argErr := func(err error) error { return &core.ArgumentError{Function: l.fnAsOf, Err: err} }
-	if len(p.Arguments) > MaxArgumentBytes {
-		return core.FunctionResult[State]{}, argErr(fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), MaxArgumentBytes))
-	}
-	if _, err := validate(ctx, p); err != nil {
-		return core.FunctionResult[State]{}, err
-	}
 	args, err := core.DecodeArguments[asOfArgs](p.Arguments)
 	if err != nil {
 		return core.FunctionResult[State]{}, argErr(err)

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,49 +16,15 @@ import (
 	"github.com/stratamem/strata/memory/memtest"
 	"github.com/stratamem/strata/memory/temporal"
 	"github.com/stratamem/strata/storage"
-	"github.com/stratamem/strata/storage/filestore"
 	"github.com/stratamem/strata/vectorstore"
 )
 
 // t0 is Monday 2026-11-30, 10:00 UTC.
 var t0 = at("2026-11-30T10:00:00Z")
 
-func newLayer(t *testing.T, store *memory.Store, opts temporal.Options) *temporal.Layer {
-	t.Helper()
-	l, err := temporal.New(store, opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return l
-}
-
 func start(t *testing.T, l *temporal.Layer, st storage.Store, thread, resource string) *core.Session {
 	t.Helper()
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st})
-	if err != nil {
-		t.Fatalf("NewRuntime: %v", err)
-	}
-	s, err := rt.Start(context.Background(), core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	return s
-}
-
-func fresh(t *testing.T, s *core.Session, id string) string {
-	t.Helper()
-	v, err := s.Assemble(context.Background())
-	if err != nil {
-		t.Fatalf("Assemble: %v", err)
-	}
-	for _, b := range []core.Band{core.BandAnchor, core.BandLive} {
-		for _, it := range v.Band(b) {
-			if it.ID == id {
-				return it.Text()
-			}
-		}
-	}
-	return ""
+	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st}, core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
 }
 
 type fact struct {
@@ -85,12 +50,8 @@ func call(t *testing.T, s *core.Session, it core.Item) string {
 
 func records(t *testing.T, store *memory.Store) map[string]vectorstore.Record {
 	t.Helper()
-	recs, _, err := store.Records.List(context.Background(), vectorstore.ListOptions{Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]vectorstore.Record{}
-	for _, r := range recs {
+	for _, r := range memtest.Records(t, store, vectorstore.Filter{}) {
 		out[r.Metadata[temporal.MetaValue]] = r
 	}
 	return out
@@ -100,9 +61,9 @@ func TestRecordSupersedesAndRecalls(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, temporal.Options{Placement: core.PlacementLive})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Placement: core.PlacementLive})
 	s := start(t, l, nil, "thread-1", "")
-	if got := fresh(t, s, "temporal"); got != "" {
+	if got := memtest.Block(t, s, "temporal"); got != "" {
 		t.Fatalf("empty ledger rendered %q", got)
 	}
 	if tools := s.Tools(); len(tools) != 2 || tools[0].Name != "temporal/as_of" || tools[1].Name != "temporal/record" {
@@ -137,7 +98,7 @@ func TestRecordSupersedesAndRecalls(t *testing.T) {
 		t.Errorf("deadline: %+v", deadline)
 	}
 
-	got := fresh(t, s, "temporal")
+	got := memtest.Block(t, s, "temporal")
 	want := `<temporal_facts today="2026-11-30" weekday="Monday">
 Facts as they stand today, newest first. [date it became true · how long ago, in calendar days from today]. Earlier values are kept: call temporal/as_of for a past date.
 - [2026-11-30 · today] project-x · deadline: 2026-12-15
@@ -180,7 +141,7 @@ func TestChainBackfillAndCorrection(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, temporal.Options{})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{})
 	scope := vectorstore.Scope{Thread: "th"}
 	rec := func(at time.Time, facts ...temporal.Input) temporal.Result {
 		t.Helper()
@@ -259,7 +220,7 @@ func TestChainBackfillAndCorrection(t *testing.T) {
 func TestRecordRejectsBadArguments(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, temporal.Options{})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{})
 	s := start(t, l, nil, "th", "")
 	call(t, s, recordCall("ok", fact{"user", "city", "Paris", ""}))
 	before := records(t, store)
@@ -329,7 +290,7 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: at("2026-11-30T00:05:00Z")}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, temporal.Options{}) // anchored by default
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{}) // anchored by default
 	if spec := l.Layer().Spec(); spec.Placement != core.PlacementAnchor {
 		t.Fatalf("default placement %q", spec.Placement)
 	}
@@ -447,35 +408,16 @@ Today is now 2026-12-02 (Wednesday). The relative times in the facts above were 
 	}
 }
 
-// steering is a steering-style layer that denies every call mentioning
-// "salary", as a policy layer would.
-func steering() core.Layer[struct{}] {
-	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
-		Hooks: core.Hooks[struct{}]{
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
-				if strings.Contains(p.Call.Arguments, "salary") {
-					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "pay is private"}, nil
-				}
-				return core.ToolDecision[struct{}]{}, nil
-			},
-		}}
-}
-
 // The usual host loop: Record the model's items, ask BeforeToolCall, then
 // ExecuteTool what is allowed. Recording a record call writes nothing; a
 // denied one is never written.
 func TestSteeringDenialLeavesFactsUnchanged(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := newLayer(t, store, temporal.Options{Extractor: temporal.Patterns{}, Placement: core.PlacementLive})
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{steering(), l.Layer()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Start(ctx, core.RunOptions{RunID: "run-th", ThreadID: "th"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Extractor: temporal.Patterns{}, Placement: core.PlacementLive})
+	// A policy layer denies every call mentioning "salary".
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{memtest.Deny("salary", "pay is private"), l.Layer()}})
+	s := memtest.Start(t, rt, core.RunOptions{RunID: "run-th", ThreadID: "th"})
 	turn := func(c core.Item) core.Item {
 		t.Helper()
 		before := len(records(t, store))
@@ -485,20 +427,7 @@ func TestSteeringDenialLeavesFactsUnchanged(t *testing.T) {
 		if n := len(records(t, store)); n != before {
 			t.Fatalf("Record applied the call: %d records, was %d", n, before)
 		}
-		d, err := s.BeforeToolCall(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := d.Output
-		if d.Allowed {
-			if out, err = s.ExecuteTool(ctx, d.Call); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Append(ctx, out); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return memtest.Route(t, s, c)
 	}
 	out := turn(recordCall("c1", fact{"user", "salary", "90k", ""}))
 	if out.Output != "Call to temporal/record denied by policy: pay is private" {
@@ -511,7 +440,7 @@ func TestSteeringDenialLeavesFactsUnchanged(t *testing.T) {
 	if len(st.Applied) != 0 || len(st.Facts()) != 0 {
 		t.Fatalf("state after the denied call: %+v", st.Facts())
 	}
-	if got := fresh(t, s, "temporal"); got != "" {
+	if got := memtest.Block(t, s, "temporal"); got != "" {
 		t.Fatalf("denied call rendered %q", got)
 	}
 	out = turn(recordCall("c2", fact{"user", "city", "Lisbon", ""}))
@@ -527,7 +456,7 @@ func TestMessageTimestampResolvesRelativePhrases(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: at("2026-11-30T23:30:00Z")} // Monday night
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, temporal.Options{Extractor: temporal.Patterns{}, Placement: core.PlacementLive})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Extractor: temporal.Patterns{}, Placement: core.PlacementLive})
 	s := start(t, l, nil, "th", "")
 	if err := s.Append(ctx, core.UserMessage("Big news: I moved to Berlin yesterday! And my manager is now Dana.")); err != nil {
 		t.Fatal(err)
@@ -605,7 +534,7 @@ func TestRenderBudget(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, temporal.Options{})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{})
 	scope := vectorstore.Scope{Thread: "th"}
 	for i := 0; i < 20; i++ {
 		if _, err := l.Record(ctx, scope, t0, temporal.Input{Subject: "user", Predicate: fmt.Sprint("attribute ", i), Value: "value", When: fmt.Sprintf("%d days ago", i)}); err != nil {
@@ -636,32 +565,19 @@ func TestSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	dir, stateDir := t.TempDir(), t.TempDir()
 	clock := &memtest.Clock{T: t0}
-	st1, err := filestore.Open(stateDir, filestore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st1 := memtest.StateStore(t, stateDir)
 	store1 := memtest.NewStore(t, dir, clock)
-	s1 := start(t, newLayer(t, store1, temporal.Options{Placement: core.PlacementLive}), st1, "thread-1", "")
+	s1 := start(t, memtest.Layer(t, temporal.New, store1, temporal.Options{Placement: core.PlacementLive}), st1, "thread-1", "")
 	c := recordCall("c1", fact{"user", "city", "Paris", "2026-10-01"}, fact{"user", "city", "Berlin", "last friday"})
 	call(t, s1, c)
-	want := fresh(t, s1, "temporal")
-	if err := s1.Complete(ctx, "done"); err != nil {
-		t.Fatal(err)
-	}
-	if err := store1.Records.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_ = st1.Close()
+	want := memtest.Block(t, s1, "temporal")
+	memtest.Shutdown(t, s1, store1.Records, st1)
 
-	st2, err := filestore.Open(stateDir, filestore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	st2 := memtest.StateStore(t, stateDir)
 	store2 := memtest.NewStore(t, dir, clock)
-	l2 := newLayer(t, store2, temporal.Options{Placement: core.PlacementLive})
+	l2 := memtest.Layer(t, temporal.New, store2, temporal.Options{Placement: core.PlacementLive})
 	s2 := start(t, l2, st2, "thread-1", "")
-	if got := fresh(t, s2, "temporal"); got != want || !strings.Contains(got, "Berlin (before: Paris)") {
+	if got := memtest.Block(t, s2, "temporal"); got != want || !strings.Contains(got, "Berlin (before: Paris)") {
 		t.Fatalf("after reopen:\n%s\nwant:\n%s", got, want)
 	}
 	if out := call(t, s2, c); out != "Already applied: call c1 was applied in an earlier session; nothing was written again." {
@@ -678,40 +594,25 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 		t.Run(string(scope), func(t *testing.T) {
 			ctx := context.Background()
 			store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-			l := newLayer(t, store, temporal.Options{Scope: scope, Placement: core.PlacementLive})
-			rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := memtest.Layer(t, temporal.New, store, temporal.Options{Scope: scope, Placement: core.PlacementLive})
+			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
 			cities := map[string][]string{"a": {"Paris", "Berlin", "Rome"}, "b": {"Oslo", "Lima", "Quito"}}
-			blocks := map[string]string{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for key, list := range cities {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
-					if err != nil {
-						t.Error(err)
-						return
+			blocks := memtest.Collect(t, []string{"a", "b"}, func(key string) (string, error) {
+				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
+				if err != nil {
+					return "", err
+				}
+				for i, city := range cities[key] {
+					c := recordCall(fmt.Sprint("c", i), fact{"user", "city", city, fmt.Sprintf("%d days ago", 10-i)})
+					if out, err := s.CallFunction(ctx, c); err != nil || strings.HasPrefix(out.Output, "error") {
+						return "", fmt.Errorf("%s: %v %s", city, err, out.Output)
 					}
-					for i, city := range list {
-						c := recordCall(fmt.Sprint("c", i), fact{"user", "city", city, fmt.Sprintf("%d days ago", 10-i)})
-						if out, err := s.CallFunction(ctx, c); err != nil || strings.HasPrefix(out.Output, "error") {
-							t.Error(err, out.Output)
-						}
-						if _, err := s.Assemble(ctx); err != nil {
-							t.Error(err)
-						}
+					if _, err := s.Assemble(ctx); err != nil {
+						return "", err
 					}
-					b := fresh(t, s, "temporal")
-					mu.Lock()
-					blocks[key] = b
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+				}
+				return memtest.Assembled(s, "temporal")
+			})
 			for key, other := range map[string]string{"a": "b", "b": "a"} {
 				b := blocks[key]
 				last := cities[key][2]
@@ -734,22 +635,12 @@ func TestConcurrentSessionsAreIsolated(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
-	cases := []struct {
-		opts  temporal.Options
-		field string
-	}{
-		{temporal.Options{Scope: core.ScopeGlobal}, "Scope"},
-		{temporal.Options{Placement: "middle"}, "Placement"},
-		{temporal.Options{ID: "x/y"}, "ID"},
-		{temporal.Options{Budget: core.Range(10, math.NaN())}, "Budget.Max"},
-	}
-	for _, c := range cases {
-		_, err := temporal.New(store, c.opts)
-		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("%+v: %v, want ConfigError on %s", c.opts, err, c.field)
-		}
-	}
+	memtest.ConfigErrors(t, func(o temporal.Options) error { _, err := temporal.New(store, o); return err }, []memtest.ConfigCase[temporal.Options]{
+		{Opts: temporal.Options{Scope: core.ScopeGlobal}, Field: "Scope"},
+		{Opts: temporal.Options{Placement: "middle"}, Field: "Placement"},
+		{Opts: temporal.Options{ID: "x/y"}, Field: "ID"},
+		{Opts: temporal.Options{Budget: core.Range(10, math.NaN())}, Field: "Budget.Max"},
+	})
 	if _, err := temporal.New(&memory.Store{}, temporal.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("empty store: %v", err)
 	}

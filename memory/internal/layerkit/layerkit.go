@@ -1,0 +1,277 @@
+// Package layerkit holds what the memory layers share to build a layer:
+// option defaults and their *core.ConfigError values, the record scope of
+// a run, deterministic record ids, and the checks around a provided
+// function.
+package layerkit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// ConfigError returns the *core.ConfigError for a bad option of a layer.
+func ConfigError(layer, field, reason string) error {
+	return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: layer, Field: field, Reason: reason}
+}
+
+// Common are the options every memory layer has.
+type Common struct {
+	ID     string
+	Slot   core.Slot
+	Scope  core.Scope
+	Budget core.Budget
+}
+
+// Defaults say how a layer resolves its Common options.
+type Defaults struct {
+	ID   string
+	Slot core.Slot
+	// Budget replaces a zero Budget; its zero value keeps auto.
+	Budget core.Budget
+	// Scopes are the scopes the layer accepts, its default first.
+	Scopes []core.Scope
+	// CheckID, when set, vets the (defaulted) id; NoSlash and RecordSafe
+	// are the layers' rules.
+	CheckID func(id string) error
+}
+
+// Resolve returns c with its zero fields set from d, checked in the order
+// ID, Scope, Budget. Errors are *core.ConfigError values naming the layer
+// and the field.
+func (c Common) Resolve(d Defaults) (Common, error) {
+	if c.ID == "" {
+		c.ID = d.ID
+	}
+	if d.CheckID != nil {
+		if err := d.CheckID(c.ID); err != nil {
+			return c, err
+		}
+	}
+	if c.Scope == "" {
+		c.Scope = d.Scopes[0]
+	}
+	if !slices.Contains(d.Scopes, c.Scope) {
+		names := make([]string, len(d.Scopes))
+		for i, s := range d.Scopes {
+			names[i] = string(s)
+		}
+		want := names[0]
+		if n := len(names); n > 1 {
+			want = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+		}
+		return c, ConfigError(c.ID, "Scope", fmt.Sprintf("%q: want %s", c.Scope, want))
+	}
+	if c.Slot == 0 {
+		c.Slot = d.Slot
+	}
+	if c.Budget == (core.Budget{}) {
+		c.Budget = d.Budget
+	}
+	if err := c.Budget.Validate(); err != nil {
+		var ce *core.ConfigError
+		if errors.As(err, &ce) {
+			ce.Layer = c.ID
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+// NoSlash refuses an id with a '/', which would make the names of the
+// layer's functions ("<id>/<name>") ambiguous.
+func NoSlash(id string) error {
+	if strings.Contains(id, "/") {
+		return ConfigError(id, "ID", "must not contain '/'")
+	}
+	return nil
+}
+
+// RecordSafe refuses an id that cannot also name the layer's records:
+// one with a '/', invalid UTF-8 or over vectorstore.MaxFieldBytes bytes.
+func RecordSafe(id string) error {
+	if strings.Contains(id, "/") || len(id) > vectorstore.MaxFieldBytes || !utf8.ValidString(id) {
+		return ConfigError(id, "ID", "must be valid UTF-8 without '/', at most 512 bytes")
+	}
+	return nil
+}
+
+// InitState is an Init hook's state: the scoped state the runtime
+// persisted for the layer (none yet: the zero state), completed by load
+// (which loads the layer's mirror into it).
+func InitState[S any](stored []byte, load func(*S) error) (S, error) {
+	var st, zero S
+	if len(stored) > 0 {
+		if err := json.Unmarshal(stored, &st); err != nil {
+			return zero, fmt.Errorf("decode stored state: %w", err)
+		}
+	}
+	if err := load(&st); err != nil {
+		return zero, err
+	}
+	return st, nil
+}
+
+// Scoped is the record scope of a run for a layer whose scope is thread,
+// resource or global, with the key that scope contributes to record ids
+// and the filter that selects the layer's records of one kind in it. A
+// thread-scoped record also names its resource (memctl can list by it),
+// but the thread alone keys it, as it keys core's thread state.
+func Scoped(layer, kind string, scope core.Scope, run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
+	f := vectorstore.Filter{Layer: layer, Kind: kind, Metadata: map[string]string{"scope": string(scope)}}
+	switch scope {
+	case core.ScopeThread:
+		f.Thread = run.ThreadID
+		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
+	case core.ScopeResource:
+		f.Resource = run.ResourceID
+		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
+	}
+	return vectorstore.Scope{}, "global", f
+}
+
+// RecordID is the deterministic id of the record of kind with this natural
+// key, in a layer's scope (a Scoped key), so writing it again replaces it:
+// kind, "-", and 20 bytes of SHA-256 over layer, scope key and key.
+func RecordID(kind, layer, scopeKey, key string) string {
+	h := sha256.Sum256([]byte(layer + "\x00" + scopeKey + "\x00" + key))
+	return kind + "-" + hex.EncodeToString(h[:20])
+}
+
+// ThreadOrResource is the record scope of a run for a layer scoped to the
+// thread or the resource.
+func ThreadOrResource(scope core.Scope, run core.RunInfo) vectorstore.Scope {
+	if scope == core.ScopeResource {
+		return vectorstore.Scope{Resource: run.ResourceID}
+	}
+	return vectorstore.Scope{Thread: run.ThreadID}
+}
+
+// CheckScope normalises a scope given to a layer's Go API to the part the
+// layer's scope uses; naming none is an error wrapping sentinel.
+func CheckScope(layer string, scope core.Scope, s vectorstore.Scope, sentinel error) (vectorstore.Scope, error) {
+	if scope == core.ScopeResource {
+		if s.Resource == "" {
+			return s, fmt.Errorf("%w: layer %q is resource-scoped: Scope.Resource is empty", sentinel, layer)
+		}
+		return vectorstore.Scope{Resource: s.Resource}, nil
+	}
+	if s.Thread == "" {
+		return s, fmt.Errorf("%w: layer %q is thread-scoped: Scope.Thread is empty", sentinel, layer)
+	}
+	return vectorstore.Scope{Thread: s.Thread}, nil
+}
+
+// SourceID names the item at log index idx: its own id, else
+// "<runID>:<idx>".
+func SourceID(run core.RunInfo, it core.Item, idx int) string {
+	if it.ID != "" {
+		return it.ID
+	}
+	return run.RunID + ":" + strconv.Itoa(idx)
+}
+
+// CallSourceID names a routed function call: its item id, else
+// "<runID>:call:<callID>".
+func CallSourceID(run core.RunInfo, call core.Item) string {
+	if call.ID != "" {
+		return call.ID
+	}
+	return run.RunID + ":call:" + call.CallID
+}
+
+// Foreign returns the items an extractor may read, with their positions in
+// items: all but calls of the layer's own functions (names, in full) and
+// their outputs. A routed call writes its own memories, and a denied one
+// must not be written at all.
+func Foreign(items []core.Item, names ...string) ([]core.Item, []int) {
+	var out []core.Item
+	var idx []int
+	own := map[string]bool{}
+	for i, it := range items {
+		switch {
+		case it.Type == core.TypeFunctionCall && slices.Contains(names, it.Name):
+			own[it.CallID] = true
+			continue
+		case it.Type == core.TypeFunctionCallOutput && own[it.CallID]:
+			continue
+		}
+		out = append(out, it)
+		idx = append(idx, i)
+	}
+	return out, idx
+}
+
+// Function returns a provided function whose arguments must be at most
+// maxBytes long and match the JSON schema of A (checked, with
+// core.NewFunction's words, before call runs, so a rejected call leaves
+// state unchanged). fullName, "<layer>/<name>", names it in the size error.
+func Function[S, A any](name, fullName, description string, maxBytes int, call func(context.Context, core.FunctionParams[S]) (core.FunctionResult[S], error)) core.Function[S] {
+	f := core.NewFunction[S, A](name, description, func(context.Context, S, A) (string, *S, error) { return "", nil, nil })
+	validate := f.Call
+	f.Call = func(ctx context.Context, p core.FunctionParams[S]) (core.FunctionResult[S], error) {
+		if len(p.Arguments) > maxBytes {
+			return core.FunctionResult[S]{}, &core.ArgumentError{Function: fullName,
+				Err: fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), maxBytes)}
+		}
+		// Schema check first (types, required fields), for its precise words.
+		if _, err := validate(ctx, p); err != nil {
+			return core.FunctionResult[S]{}, err
+		}
+		return call(ctx, p)
+	}
+	return f
+}
+
+// Records reads every record matching f, with their vectors when asked.
+func Records(ctx context.Context, col *vectorstore.Collection, f vectorstore.Filter, withVectors bool) ([]vectorstore.Record, error) {
+	var out []vectorstore.Record
+	for r, err := range col.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000, WithVectors: withVectors}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Mirror is a session's in-memory copy of its scope's memories, by record
+// id: loaded at init, kept in step on every write, rendered from. Hooks of
+// one session may overlap (one outliving its timeout) and a spawned child
+// shares its parent's mirror, hence the lock. The zero value is empty.
+type Mirror[T any] struct {
+	mu   sync.Mutex
+	byID map[string]T
+}
+
+// Put adds or replaces the memory with this id.
+func (m *Mirror[T]) Put(id string, v T) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byID == nil {
+		m.byID = map[string]T{}
+	}
+	m.byID[id] = v
+}
+
+// Values returns a copy of the memories, in no particular order.
+func (m *Mirror[T]) Values() []T {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]T, 0, len(m.byID))
+	for _, v := range m.byID {
+		out = append(out, v)
+	}
+	return out
+}
