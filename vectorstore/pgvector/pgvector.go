@@ -432,7 +432,7 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 		// about 2 s against 7 s). The index drop takes the table's
 		// exclusive lock until commit, which only an empty table can
 		// afford: readers wait for the load, nobody sees it half done.
-		rebuild := false
+		rebuild, direct := false, false
 		if c.hnsw {
 			if err := tx.QueryRow(ctx, c.qEmpty).Scan(&rebuild); err != nil {
 				return err
@@ -441,21 +441,34 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 				if _, err := tx.Exec(ctx, c.qDropHNSW); err != nil {
 					return err
 				}
+				// Still empty now that the drop holds the table's lock:
+				// nothing can conflict, so COPY straight into the table
+				// and skip the temporary table and the merge.
+				if err := tx.QueryRow(ctx, c.qEmpty).Scan(&direct); err != nil {
+					return err
+				}
 			}
-		}
-		if _, err := tx.Exec(ctx, c.qTemp); err != nil {
-			return err
 		}
 		src := pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
 			r := &recs[i]
 			return []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
 				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), pgv.NewVector(r.Vector)}, nil
 		})
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"strata_vec_load"}, strings.Split(cols+", embedding", ", "), src); err != nil {
-			return fmt.Errorf("copy: %w", err)
-		}
-		if _, err := tx.Exec(ctx, c.qMerge); err != nil {
-			return err
+		columns := strings.Split(cols+", embedding", ", ")
+		if direct {
+			if _, err := tx.CopyFrom(ctx, c.n.ident(), columns, src); err != nil {
+				return fmt.Errorf("copy: %w", err)
+			}
+		} else {
+			if _, err := tx.Exec(ctx, c.qTemp); err != nil {
+				return err
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"strata_vec_load"}, columns, src); err != nil {
+				return fmt.Errorf("copy: %w", err)
+			}
+			if _, err := tx.Exec(ctx, c.qMerge); err != nil {
+				return err
+			}
 		}
 		if rebuild {
 			// Room for the whole graph in memory: pgvector builds much

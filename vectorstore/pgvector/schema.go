@@ -152,6 +152,14 @@ func newNames(schema, table string, dim int, hnsw string) *names {
 
 func (n *names) expand(sql string) string { return n.repl.Replace(sql) }
 
+// ident is the collection table as a pgx identifier (for COPY).
+func (n *names) ident() pgx.Identifier {
+	if n.schema == "" {
+		return pgx.Identifier{n.table}
+	}
+	return pgx.Identifier{n.schema, n.table}
+}
+
 // opclass is the HNSW operator class of each distance.
 var opclass = map[driver.Distance]string{
 	driver.DistanceCosine:    "vector_cosine_ops",
