@@ -190,7 +190,7 @@ func (c *Config) openPG(ctx context.Context, name string, dim int) (*instance, e
 			var mwm, sb string
 			_ = pool.QueryRow(ctx, "SHOW maintenance_work_mem").Scan(&mwm)
 			_ = pool.QueryRow(ctx, "SHOW shared_buffers").Scan(&sb)
-			s.Notes = fmt.Sprintf("PostgreSQL %s, pgvector %s, index built on insert (created with the table), iterative_scan strict_order; shared_buffers %s, maintenance_work_mem %s; Upsert batches of >= %d records go through COPY",
+			s.Notes = fmt.Sprintf("PostgreSQL %s, pgvector %s, HNSW index built once after a bulk load into an empty table (maintenance_work_mem 1GB for that build), else maintained on insert, iterative_scan strict_order; shared_buffers %s, server maintenance_work_mem %s; Upsert batches of >= %d records go through COPY",
 				strings.Fields(server)[0], version, sb, mwm, pgvector.DefaultCopyThreshold)
 			return s, nil
 		},
