@@ -276,7 +276,6 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 				st.rebill += sumTokens(o.entries) + anchorAfter + s.logTokens
 			}
 		}
-		st.lastBand = lu.Band
 		lu.RebillTokens = st.rebill
 		usage.Layers[k] = lu
 	}
@@ -408,10 +407,17 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 			}
 		}
 		st.pending = nil
+		st.answered = true
 		if err != nil {
 			s.diagnose(inst.spec().ID, "recall", kind, err)
 			st.out = nil
 			return
+		}
+		if r.commit != nil && inst.spec().RecallMode == RecallEventual {
+			// Its state was computed from a state other hooks may have
+			// replaced since it started: committing it could lose theirs.
+			s.diagnose(inst.spec().ID, "recall", KindError, fmt.Errorf("an eventual recall may not return state; ignored"))
+			r.commit = nil
 		}
 		if r.commit != nil {
 			_ = r.commit(ctx) // a persistence failure is a diagnostic already
@@ -429,8 +435,8 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 		}
 	}
 	for k, inst := range s.insts {
-		if s.states[k].pending != nil && inst.spec().RecallMode == RecallEventual {
-			collect(k, false)
+		if st := &s.states[k]; st.pending != nil && inst.spec().RecallMode == RecallEventual {
+			collect(k, !st.answered)
 		}
 	}
 	return outs

@@ -89,7 +89,6 @@ type layerStats struct {
 	hasLast    bool
 	rebill     int
 	stateful   bool
-	lastBand   Band
 	changedNow bool // the output changed in the current assembly
 }
 

@@ -74,7 +74,11 @@ const (
 	RecallAtomic RecallMode = ""
 	// RecallEventual: when the recall has not finished by the time every
 	// atomic layer has, the layer's previous output is served and the late
-	// result is used from the next assembly on. For slow retrieval.
+	// result is used from the next assembly on (its first recall is waited
+	// for: there is nothing older to serve). For slow retrieval. An
+	// eventual recall may not return state (it would be applied late, over
+	// state other hooks committed meanwhile): such state is ignored with a
+	// diagnostic.
 	RecallEventual RecallMode = "eventual"
 )
 

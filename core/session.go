@@ -65,8 +65,7 @@ type Session struct {
 	prefix    string
 	logTokens int
 
-	snapshots []any // layer states seen by a running tool
-	tools     []FunctionSpec
+	tools []FunctionSpec
 }
 
 // layerRun is the per-session bookkeeping of one layer.
@@ -76,6 +75,10 @@ type layerRun struct {
 	// recall that has not answered yet.
 	out     []projector.Entry[Item]
 	pending *pendingHook[recallOutput]
+	// answered is true once a recall of the layer has answered: before
+	// that an eventual recall has nothing older to serve, so it is waited
+	// for like an atomic one.
+	answered bool
 }
 
 // Start begins a run: it loads each durable layer's state and runs the

@@ -539,3 +539,41 @@ func TestPlainCallNamesAreAnswered(t *testing.T) {
 		t.Fatal("two layers applying one call name accepted")
 	}
 }
+
+func TestEventualRecallServesStaleThenFresh(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	calls := 0
+	slow := core.Layer[int]{ID: "slow", Scope: core.ScopeExecution, RecallMode: core.RecallEventual, Placement: core.PlacementLive,
+		Hooks: core.Hooks[int]{Recall: func(ctx context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
+			calls++
+			if calls == 2 {
+				<-release // the second recall is slow
+			}
+			next := 1
+			return core.Recall[int]{Text: fmt.Sprint("result ", calls), State: &next}, nil
+		}}}
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{slow}})
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	v, _ := s.Assemble(ctx) // first recall: fast
+	if u := v.Usage.Layer("slow"); u.Served != core.ServedFresh || len(v.Usage.Diagnostics) != 1 {
+		t.Fatalf("first: %+v %+v", u, v.Usage.Diagnostics)
+	}
+	if st, _ := core.State[int](s, "slow"); st != 0 {
+		t.Fatal("eventual recall state committed")
+	}
+	v, _ = s.Assemble(ctx) // second recall hangs: the previous output is served
+	if u := v.Usage.Layer("slow"); u.Served != core.ServedStale {
+		t.Fatalf("second: %+v", u)
+	}
+	close(release)
+	time.Sleep(20 * time.Millisecond)
+	v, _ = s.Assemble(ctx) // the late result is picked up
+	found := false
+	for _, it := range v.Items() {
+		found = found || it.Text() == "result 2"
+	}
+	if !found {
+		t.Fatalf("late result not served: %+v", v.Items())
+	}
+}

@@ -219,10 +219,13 @@ func (t *funcTool[In, Out]) Execute(ctx context.Context, tc ToolContext, argumen
 
 // sessionToolContext buffers a tool's writes until it returns.
 type sessionToolContext struct {
-	s      *Session
-	mu     sync.Mutex
-	writes map[string]any
-	order  []string
+	s *Session
+	// snapshot holds every layer's state when the tool started: its own
+	// slice, since a tool that timed out may still read it later.
+	snapshot []any
+	mu       sync.Mutex
+	writes   map[string]any
+	order    []string
 }
 
 func (tc *sessionToolContext) Run() RunInfo { return tc.s.info }
@@ -238,7 +241,7 @@ func (tc *sessionToolContext) Get(layerID string) (any, bool) {
 	if !ok || tc.s.states[k].disabled {
 		return nil, false
 	}
-	return tc.s.snapshots[k], true
+	return tc.snapshot[k], true
 }
 
 func (tc *sessionToolContext) Set(layerID string, state any) error {
@@ -287,11 +290,10 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 	}
 	// Tools read state from a snapshot taken now and write through a
 	// buffer: a late write from a timed-out tool cannot race the session.
-	s.snapshots = s.snapshots[:0]
-	for _, inst := range s.insts {
-		s.snapshots = append(s.snapshots, inst.stateValue())
+	tc := &sessionToolContext{s: s, snapshot: make([]any, len(s.insts))}
+	for k, inst := range s.insts {
+		tc.snapshot[k] = inst.stateValue()
 	}
-	tc := &sessionToolContext{s: s}
 	timeout := s.rt.cfg.ToolTimeout
 	if timeout <= 0 {
 		timeout = ToolTimeout
