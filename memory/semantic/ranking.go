@@ -2,8 +2,11 @@ package semantic
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/stratamem/strata/core"
 
 	"github.com/stratamem/strata/memory/lexical"
 )
@@ -64,6 +67,15 @@ type Ranking struct {
 	DenseContext float64
 	// K1 and B are the BM25 parameters; 0 means 1.2 and 0.75.
 	K1, B float64
+	// SpeakerPrior is added, in hybrid mode, to the fused score of the
+	// messages of the speaker the question is about: the user's own
+	// messages, or the assistant's when the question asks what the
+	// assistant said ("what did you suggest ...", "your advice on ...";
+	// see questionSpeaker). Questions about a user's life are answered by
+	// what the user told the agent; the assistant's replies around those
+	// messages share their words and topic and otherwise take half the
+	// places. 0 means 0.07; a negative value ranks both speakers alike.
+	SpeakerPrior float64
 }
 
 // zScale divides the vector z-score (see Ranking).
@@ -94,6 +106,9 @@ func (r Ranking) resolve(id string) (Ranking, error) {
 		return r, err
 	}
 	if r.DenseContext, err = weight(id, "Ranking.DenseContext", r.DenseContext, 0.3); err != nil {
+		return r, err
+	}
+	if r.SpeakerPrior, err = weight(id, "Ranking.SpeakerPrior", r.SpeakerPrior, 0.07); err != nil {
 		return r, err
 	}
 	if r.K1 == 0 {
@@ -148,7 +163,7 @@ func (l *Layer) denseText(t []*entry, i int) string { return t[i].text }
 
 // fuse sets every candidate's score for mode. ideal is the BM25 score of
 // an ideal match of the query.
-func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int) {
+func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int, speaker core.Role) {
 	rk := &l.o.Ranking
 	for _, c := range list {
 		if ideal > 0 {
@@ -222,5 +237,34 @@ func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int) {
 			c.nd = (d - mean) / sd / zScale
 		}
 		c.score = w*c.nd + (1-w)*c.nl
+		if c.e.role == speaker {
+			c.score += rk.SpeakerPrior
+		}
 	}
+}
+
+// addressee matches what may be a question about what the assistant said
+// or did: "you" or "your" followed, within a few words, by a verb or noun
+// of saying, advising or making ("what did you suggest", "your advice").
+var addressee = regexp.MustCompile(`(?i)\b(you|you've|you'd|your)((?:\s+[\w']+){0,3}?)\s+(said|say|says|suggest|suggested|suggestion|suggestions|recommend|recommended|recommendation|recommendations|told|tell|mention|mentioned|advise|advised|advice|propose|proposed|proposal|explain|explained|explanation|wrote|write|written|gave|give|list|listed|idea|ideas|tip|tips|answer|answered|reply|replied|draft|drafted|plan|came|come|pointed|warned|think|thought|opinion|calculated|estimate|estimated)\b`)
+
+// request is a request to the assistant ("can you tell me ..."), which
+// is not a question about what the assistant said.
+var request = regexp.MustCompile(`(?i)\b(can|could|would|will|please)\s*$`)
+
+// firstPerson matches the user's own words between "you" and the verb
+// ("what did I tell you I thought"): the user's statement is asked about.
+var firstPerson = regexp.MustCompile(`(?i)\b(i|i'd|i've|me|my)\b`)
+
+// questionSpeaker is the role whose messages answer query: the
+// assistant's when the question is about what the assistant said, else
+// the user's.
+func questionSpeaker(query string) core.Role {
+	for _, m := range addressee.FindAllStringSubmatchIndex(query, -1) {
+		if request.MatchString(query[:m[0]]) || firstPerson.MatchString(query[m[4]:m[5]]) {
+			continue
+		}
+		return core.RoleAssistant
+	}
+	return core.RoleUser
 }

@@ -150,7 +150,7 @@ func (m *mirror) search(ctx context.Context, query string, k int, mode Mode, exc
 		c.lex = lexAll[c.e.id]
 		list = append(list, c)
 	}
-	l.fuse(list, mode, ideal, C)
+	l.fuse(list, mode, ideal, C, questionSpeaker(query))
 	slices.SortFunc(list, func(a, b *cand) int {
 		switch {
 		case a.score > b.score:

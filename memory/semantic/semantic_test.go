@@ -449,6 +449,7 @@ func TestOptionsValidation(t *testing.T) {
 		{semantic.Options{Ranking: semantic.Ranking{DenseWeight: 1.5}}, "Ranking.DenseWeight"},
 		{semantic.Options{Ranking: semantic.Ranking{ContextWeight: 2}}, "Ranking.ContextWeight"},
 		{semantic.Options{Ranking: semantic.Ranking{B: 1.5}}, "Ranking.B"},
+		{semantic.Options{Ranking: semantic.Ranking{SpeakerPrior: 1.5}}, "Ranking.SpeakerPrior"},
 		{semantic.Options{Budget: core.Range(10, 5)}, "Budget"},
 	}
 	for _, c := range cases {
@@ -626,5 +627,45 @@ func TestChildRunNotRecorded(t *testing.T) {
 		if strings.Contains(r.Text, "sub-agent") {
 			t.Fatalf("child message recorded: %+v", r)
 		}
+	}
+}
+
+// TestSpeakerPrior: the user's own statement outranks the assistant's
+// echo of it for a question about the user's life, and the assistant's
+// message outranks the user's for a question about what the assistant
+// said; with the prior off, the echo wins.
+func TestSpeakerPrior(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	store := memtest.NewStore(t, "", clk)
+	rt := newRuntime(t, newLayer(t, store, semantic.Options{}).Layer())
+	s := start(t, rt, "t1", "u1")
+	talk(t, s, clk,
+		"The dentist moved me to Thursday at nine, the appointment is early.", "Noted: dentist appointment, Thursday at nine.",
+		"The sourdough starter is finally bubbling.", "Lovely. For the appointment, bring the dentist your insurance card.",
+		"Thanks, and the flights to Lisbon are booked.", "Great, enjoy Lisbon.",
+	)
+	top := func(prior float64, q string) []semantic.Hit {
+		t.Helper()
+		l := newLayer(t, store, semantic.Options{Ranking: semantic.Ranking{SpeakerPrior: prior}})
+		s := start(t, newRuntime(t, l.Layer()), "t1", "u1")
+		defer s.Close(ctx)
+		hits, err := state(t, s, "semantic").Search(ctx, q, semantic.SearchOptions{K: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	const about = "When is my dentist appointment?"
+	if h := top(-1, about); h[0].Role != core.RoleAssistant {
+		t.Fatalf("prior off: first hit %s %q, want the assistant's echo (else this test shows nothing)", h[0].Role, h[0].Text)
+	}
+	h := top(0, about)
+	if h[0].Role != core.RoleUser || !strings.HasPrefix(h[0].Text, "The dentist moved") {
+		t.Fatalf("default prior: first hit %s %q, want the user's statement", h[0].Role, h[0].Text)
+	}
+	h = top(0, "What did you tell me to bring to the dentist appointment?")
+	if h[0].Role != core.RoleAssistant || !strings.Contains(h[0].Text, "insurance card") {
+		t.Fatalf("question to the assistant: first hit %s %q, want the assistant's advice", h[0].Role, h[0].Text)
 	}
 }

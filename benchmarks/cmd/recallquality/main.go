@@ -31,7 +31,7 @@ import (
 )
 
 func main() {
-	corpora := flag.String("corpus", "dev,dev2,test,test2", "corpora to measure, comma-separated")
+	corpora := flag.String("corpus", "dev,dev2,test,test2,test3", "corpora to measure, comma-separated")
 	embedders := flag.String("embedders", "uselite,hashing", "embedders: uselite (the default offline model) and/or hashing")
 	out := flag.String("out", "benchmarks/results/recall-quality.md", "report file; - for stdout")
 	misses := flag.Bool("misses", false, "list the questions the hybrid default model ranking misses")
@@ -39,10 +39,11 @@ func main() {
 	denseW := flag.Float64("dense-weight", 0, "explore: Ranking.DenseWeight")
 	ctxW := flag.Float64("context-weight", 0, "explore: Ranking.ContextWeight")
 	denseCtx := flag.Float64("dense-context", 0, "explore: Ranking.DenseContext")
+	speaker := flag.Float64("speaker-prior", 0, "explore: Ranking.SpeakerPrior")
 	flag.Parse()
 
 	ctx := context.Background()
-	opts := semantic.Options{Ranking: semantic.Ranking{Fusion: semantic.Fusion(*fusion), DenseWeight: *denseW, ContextWeight: *ctxW, DenseContext: *denseCtx}}
+	opts := semantic.Options{Ranking: semantic.Ranking{Fusion: semantic.Fusion(*fusion), DenseWeight: *denseW, ContextWeight: *ctxW, DenseContext: *denseCtx, SpeakerPrior: *speaker}}
 	rep := &recallquality.Report{Command: "go run ./benchmarks/cmd/recallquality " + strings.Join(os.Args[1:], " ")}
 	if len(os.Args) == 1 {
 		rep.Command = "go run ./benchmarks/cmd/recallquality"

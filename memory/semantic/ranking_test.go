@@ -1,0 +1,32 @@
+package semantic
+
+import (
+	"testing"
+
+	"github.com/stratamem/strata/core"
+)
+
+func TestQuestionSpeaker(t *testing.T) {
+	cases := map[string]core.Role{
+		"What recipe did you give me for my first loaf?":           core.RoleAssistant,
+		"What book did you recommend to learn Rust lifetimes?":     core.RoleAssistant,
+		"Which hotel did you suggest in Porto?":                    core.RoleAssistant,
+		"What was your advice about the landlord?":                 core.RoleAssistant,
+		"Remind me of the tips you gave for proofing":              core.RoleAssistant,
+		"What did I call my sourdough starter?":                    core.RoleUser,
+		"When did I start at Corvid?":                              core.RoleUser,
+		"Can you tell me where I parked the car?":                  core.RoleUser,
+		"Could you give me the name of my dentist?":                core.RoleUser,
+		"What did I tell you I thought about the flat?":            core.RoleUser,
+		"Do you remember my sister's birthday?":                    core.RoleUser,
+		"Thank you! Which train did I book?":                       core.RoleUser,
+		"How much did the repair cost, as you estimated it?":       core.RoleAssistant,
+		"what did you say about lifetimes in structs":              core.RoleAssistant,
+		"Which of the flats did you think was better value for me": core.RoleAssistant,
+	}
+	for q, want := range cases {
+		if got := questionSpeaker(q); got != want {
+			t.Errorf("questionSpeaker(%q) = %s, want %s", q, got, want)
+		}
+	}
+}
