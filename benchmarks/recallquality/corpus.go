@@ -25,6 +25,9 @@ var testdata embed.FS
 // other authors who saw only the file format, never the method.
 var Corpora = []string{"dev", "dev2", "test", "test2", "test3"}
 
+// HeldOut are the corpora no ranking parameter was chosen on.
+var HeldOut = []string{"test", "test2", "test3"}
+
 // Turn is one message of the corpus.
 type Turn struct {
 	// ID is "<session>.<n>", e.g. "s03.07", unique in the corpus.

