@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/stratamem/strata/core"
-
 	"github.com/stratamem/strata/memory/lexical"
 )
 
@@ -74,7 +73,9 @@ type Ranking struct {
 	// see questionSpeaker). Questions about a user's life are answered by
 	// what the user told the agent; the assistant's replies around those
 	// messages share their words and topic and otherwise take half the
-	// places. 0 means 0.07; a negative value ranks both speakers alike.
+	// places. The question is classified by English phrasing; a question
+	// in another language counts as about the user. 0 means 0.07; a
+	// negative value ranks both speakers alike.
 	SpeakerPrior float64
 }
 
