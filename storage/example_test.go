@@ -36,3 +36,37 @@ func Example() {
 	// <nil>
 	// v2 from run A + B
 }
+
+// Erasing everything kept about one resource: a store that implements
+// Lister enumerates the resource's keys, and each is deleted at the
+// revision just read.
+func ExampleLister() {
+	ctx := context.Background()
+	var s storage.Store = storage.NewMemory()
+	defer s.Close()
+	for _, k := range []storage.Key{
+		{Scope: "resource", ScopeID: "alice", Layer: "profile", Name: "state"},
+		{Scope: "resource", ScopeID: "alice", Layer: "entity", Name: "state"},
+		{Scope: "resource", ScopeID: "bob", Layer: "profile", Name: "state"},
+	} {
+		_, _ = s.Put(ctx, k, []byte("{}"), 0)
+	}
+	l, ok := s.(storage.Lister)
+	if !ok {
+		return // this store cannot enumerate
+	}
+	keys, _ := l.Keys(ctx, "resource", "alice")
+	for _, k := range keys {
+		fmt.Println(k)
+		if e, err := s.Get(ctx, k); err == nil {
+			_ = s.Delete(ctx, k, e.Revision)
+		}
+	}
+	left, _ := l.Keys(ctx, "resource", "alice")
+	bob, _ := l.Keys(ctx, "resource", "bob")
+	fmt.Println(len(left), len(bob))
+	// Output:
+	// resource/alice/entity/state
+	// resource/alice/profile/state
+	// 0 1
+}

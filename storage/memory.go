@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -19,7 +20,10 @@ type Memory struct {
 	closed  bool
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store  = (*Memory)(nil)
+	_ Lister = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
@@ -86,6 +90,31 @@ func (m *Memory) Delete(ctx context.Context, key Key, expected int64) error {
 	}
 	delete(m.entries, key)
 	return nil
+}
+
+// Keys returns the keys of one scope, ordered by CompareKeys. It walks the
+// whole map: Memory holds test-sized data.
+func (m *Memory) Keys(ctx context.Context, scope, scopeID string) ([]Key, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidateScope(scope, scopeID); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	keys := []Key{}
+	for k := range m.entries {
+		if k.Scope == scope && k.ScopeID == scopeID {
+			keys = append(keys, k)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(keys, CompareKeys)
+	return keys, nil
 }
 
 // Close drops all entries; later calls return ErrClosed.

@@ -12,12 +12,25 @@
 // errors and an in-memory implementation; durable backends live in
 // sub-packages (filestore, postgres) and all of them pass the conformance
 // suite in storagetest.
+//
+// # Enumerating a scope
+//
+// Store has no way to list keys: the runtime always knows the key it
+// wants. Tools that must find every value of one thread or resource, such
+// as erasing everything kept about a user, type-assert the optional Lister
+// interface, which Memory and both durable backends implement:
+//
+//	if l, ok := st.(storage.Lister); ok {
+//		keys, err := l.Keys(ctx, "resource", "alice")
+//		...
+//	}
 package storage
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Key addresses one stored value.
@@ -39,14 +52,8 @@ func (k Key) String() string {
 
 // Validate reports whether the key is usable.
 func (k Key) Validate() error {
-	switch k.Scope {
-	case "thread", "resource":
-		if k.ScopeID == "" {
-			return fmt.Errorf("%w: scope %q needs a scope id", ErrInvalidKey, k.Scope)
-		}
-	case "global":
-	default:
-		return fmt.Errorf("%w: scope %q is not thread, resource or global", ErrInvalidKey, k.Scope)
+	if err := ValidateScope(k.Scope, k.ScopeID); err != nil {
+		return err
 	}
 	if k.Layer == "" {
 		return fmt.Errorf("%w: empty layer", ErrInvalidKey)
@@ -55,6 +62,37 @@ func (k Key) Validate() error {
 		return fmt.Errorf("%w: empty name", ErrInvalidKey)
 	}
 	return nil
+}
+
+// ValidateScope reports whether scope and scopeID can be the scope part of
+// a Key: scope is "thread" or "resource" with a non-empty id, or "global"
+// (whose id is normally empty). The error wraps ErrInvalidKey.
+func ValidateScope(scope, scopeID string) error {
+	switch scope {
+	case "thread", "resource":
+		if scopeID == "" {
+			return fmt.Errorf("%w: scope %q needs a scope id", ErrInvalidKey, scope)
+		}
+	case "global":
+	default:
+		return fmt.Errorf("%w: scope %q is not thread, resource or global", ErrInvalidKey, scope)
+	}
+	return nil
+}
+
+// CompareKeys orders keys by Scope, ScopeID, Layer and Name, each compared
+// byte by byte. It is the order Lister.Keys returns.
+func CompareKeys(a, b Key) int {
+	if c := strings.Compare(a.Scope, b.Scope); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.ScopeID, b.ScopeID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Layer, b.Layer); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // Entry is a stored value with its revision.
@@ -79,6 +117,18 @@ type Store interface {
 	Delete(ctx context.Context, key Key, expected int64) error
 	// Close releases resources. Calls after Close return ErrClosed.
 	Close() error
+}
+
+// Lister is implemented by stores that can enumerate the keys of one
+// scope. It is optional: type-assert a Store to find out.
+type Lister interface {
+	// Keys returns the keys that hold a value under scope and scopeID
+	// (deleted keys are not listed), ordered by CompareKeys: by Layer, then
+	// Name. None is an empty, non-nil slice. A scope that ValidateScope
+	// rejects yields an error wrapping ErrInvalidKey; after Close, ErrClosed.
+	// The list is a snapshot: writes that race with the call may or may not
+	// be in it.
+	Keys(ctx context.Context, scope, scopeID string) ([]Key, error)
 }
 
 var (

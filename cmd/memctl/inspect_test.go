@@ -93,8 +93,8 @@ func TestInspect(t *testing.T) {
 	// threads.
 	e.ok("--store", store, "--embedder", "hash:64", "add", "-l", "semantic", "-t", "t1", "-r", "alice", "hi")
 	r := e.ok("--store", store, "rm", "--resource", "alice", "--yes")
-	if !strings.Contains(r.stderr, "cleared the recorded assemblies of 1 thread") {
-		t.Errorf("rm --resource: %s", r.stderr)
+	if !strings.Contains(r.stdout, "deleted 1 memory and 1 state key") {
+		t.Errorf("rm --resource: %s %s", r.stdout, r.stderr)
 	}
 	e.fails(3, "no recorded assembly", "--store", store, "inspect", "t1")
 }

@@ -7,11 +7,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/storage/postgres"
 	"github.com/stratamem/strata/vectorstore/pgvector"
 )
@@ -164,5 +166,80 @@ func TestInspectPostgres(t *testing.T) {
 	out := e.ok("--store", pgCollection(t, dsn), "inspect", thread).stdout
 	if !strings.Contains(out, "Thread "+thread) || !strings.Contains(out, "[anchor]") {
 		t.Errorf("inspect on postgres:\n%s", out)
+	}
+}
+
+// TestRemoveResourceStatePostgres: with a postgres store, rm --resource
+// deletes the resource's layer state from the database's state table too,
+// and nothing of another resource.
+func TestRemoveResourceStatePostgres(t *testing.T) {
+	dsn := pgDSN(t)
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// The state table is shared by the database: unique names keep runs apart.
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	sfx := hex.EncodeToString(b)
+	alice, bob, ta, tb := "alice-"+sfx, "bob-"+sfx, "ta-"+sfx, "tb-"+sfx
+	t.Cleanup(func() {
+		for _, sc := range [][2]string{{"resource", alice}, {"resource", bob}, {"thread", ta}, {"thread", tb}, {"global", ""}} {
+			keys, _ := st.Keys(ctx, sc[0], sc[1])
+			for _, k := range keys {
+				if sc[0] == "global" && k.Layer != "census" {
+					continue
+				}
+				if en, err := st.Get(ctx, k); err == nil {
+					_ = st.Delete(ctx, k, en.Revision)
+				}
+			}
+		}
+	})
+	converse(t, st, alice, ta, "I am allergic to peanuts")
+	converse(t, st, bob, tb, "I live in Oslo")
+
+	e := newEnv(t)
+	pg := pgCollection(t, dsn)
+	m := []string{"--store", pg, "--embedder", "hash:64"}
+	e.ok(append(m, "add", "-l", "semantic", "-t", ta, "-r", alice, "peanuts")...)
+	e.ok(append(m, "add", "-l", "observations", "-t", ta, "likes tea")...)
+	e.ok(append(m, "add", "-l", "semantic", "-t", tb, "-r", bob, "Oslo")...)
+
+	aliceKeys := []string{"resource/" + alice + "/profile/state", "thread/" + ta + "/_strata/last_assembly", "thread/" + ta + "/notes/state"}
+	bobKeys := []string{"resource/" + bob + "/profile/state", "thread/" + tb + "/_strata/last_assembly", "thread/" + tb + "/notes/state"}
+	keysOf := func(res, thread string) []string {
+		return append(listKeys(t, st, "resource", res), listKeys(t, st, "thread", thread)...)
+	}
+	if got := keysOf(alice, ta); !slices.Equal(got, aliceKeys) {
+		t.Fatalf("the session wrote %v for alice, want %v", got, aliceKeys)
+	}
+
+	n, planned := dryRunStateKeys(t, e.ok(append(m, "rm", "--resource", alice, "--dry-run", "--json")...).stdout)
+	if n != 2 || !slices.Equal(keyStrings(planned), aliceKeys) {
+		t.Errorf("dry run: %d records, state keys %v; want 2 and %v", n, keyStrings(planned), aliceKeys)
+	}
+	if got := keysOf(alice, ta); len(got) != 3 {
+		t.Fatalf("the dry run deleted state: %v", got)
+	}
+	var res rmResult
+	decodeJSON(t, e.ok(append(m, "rm", "--resource", alice, "--yes", "--json")...).stdout, &res)
+	if res.Deleted != 2 || res.StateDeleted != 3 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) {
+		t.Errorf("rm --json = %+v, want 2 records and the state keys %v", res, aliceKeys)
+	}
+	if got := keysOf(alice, ta); len(got) != 0 {
+		t.Errorf("alice's state survived on postgres: %v", got)
+	}
+	if got := keysOf(bob, tb); !slices.Equal(got, bobKeys) {
+		t.Errorf("bob's state = %v, want %v", got, bobKeys)
+	}
+	if _, err := st.Get(ctx, storage.Key{Scope: "global", Layer: "census", Name: "state"}); err != nil {
+		t.Errorf("global state: %v", err)
+	}
+	left := jsonLines(t, e.ok("--store", pg, "ls", "--json", "--all").stdout)
+	if len(left) != 1 || left[0].Scope["resource"] != bob {
+		t.Errorf("records left: %+v", left)
 	}
 }

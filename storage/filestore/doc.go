@@ -17,6 +17,16 @@
 // every file and checked on read, so a misplaced file is reported, not
 // served.
 //
+// # Listing a scope
+//
+// Store implements storage.Lister. Keys reads the data directory and opens
+// the files whose readable name starts with the escaped scope and scope id,
+// plus every hashed file, since a hashed name hides its key; of each it
+// reads only the header and the key. Every key is thus recoverable,
+// tombstones and temporary files are skipped, and a listing costs one
+// directory read plus one small read per candidate file: cheap for a
+// maintenance tool, not meant for a hot path.
+//
 // # File format
 //
 // A file is a 24-byte header — magic "SFS1", a flags byte (bit 0: deleted),

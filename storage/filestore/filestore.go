@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,7 +39,10 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store  = (*Store)(nil)
+	_ storage.Lister = (*Store)(nil)
+)
 
 const (
 	formatFile = "FORMAT"
@@ -241,6 +245,71 @@ func (s *Store) Delete(ctx context.Context, key storage.Key, expected int64) err
 		rec := record{key: key, revision: cur.revision, deleted: true}
 		return s.writeAtomic(s.dataDir, name, rec.encode())
 	})
+}
+
+// Keys returns the keys of one scope that hold a value, ordered by
+// storage.CompareKeys. It reads the data directory: a readable file name
+// starts with the escaped scope and scope id, so only those files and the
+// hashed ones ("h-...", whose key is known only from their content) are
+// opened, and of each only the header and key are read. Tombstones and
+// temporary files are skipped. A damaged data file that may belong to the
+// scope yields a *CorruptError.
+func (s *Store) Keys(ctx context.Context, scope, scopeID string) ([]storage.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	if err := storage.ValidateScope(scope, scopeID); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(s.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	var pb strings.Builder
+	escapePart(&pb, scope)
+	pb.WriteByte('.')
+	escapePart(&pb, scopeID)
+	pb.WriteByte('.')
+	prefix := pb.String()
+	keys := []storage.Key{}
+	for i, e := range entries {
+		if i%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		name := e.Name()
+		// Temporary files end in ".tmp", so this skips them too.
+		if !strings.HasSuffix(name, dataSuffix) || !e.Type().IsRegular() {
+			continue
+		}
+		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(name, hashPrefix) {
+			continue
+		}
+		path := filepath.Join(s.dataDir, name)
+		key, deleted, ok, err := readKey(path)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // replaced by a rename between ReadDir and open
+		}
+		inScope := key.Scope == scope && key.ScopeID == scopeID
+		if want := fileName(key); want != name && (inScope || !strings.HasPrefix(name, hashPrefix)) {
+			// A misplaced file: Get of its key reads another file, and a
+			// readable name of this scope claims a key it does not hold.
+			// Either way the listing could not be trusted.
+			return nil, &CorruptError{Path: path, Reason: fmt.Sprintf("holds key %s, which belongs in %s", key, want)}
+		}
+		if inScope && !deleted {
+			keys = append(keys, key)
+		}
+	}
+	slices.SortFunc(keys, storage.CompareKeys)
+	return keys, nil
 }
 
 // liveRevision is the revision compare-and-swap sees: 0 when absent or deleted.

@@ -377,3 +377,72 @@ func TestProcesses(t *testing.T) {
 		t.Fatalf("counter = %q, %v; want %d", e.Value, err, procs*each)
 	}
 }
+
+// TestKeysFiles covers what only a directory has: temporary files, stray
+// files, damaged and misplaced data files.
+func TestKeysFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	data := filepath.Join(dir, "data")
+	short := storage.Key{Scope: "resource", ScopeID: "alice", Layer: "profile", Name: "state"}
+	long := storage.Key{Scope: "resource", ScopeID: "alice", Layer: strings.Repeat("l", 300), Name: "state"}
+	bob := storage.Key{Scope: "resource", ScopeID: "bob", Layer: "profile", Name: "state"}
+	for _, k := range []storage.Key{short, long, bob} {
+		if _, err := s.Put(ctx, k, []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(fileName(long), hashPrefix) {
+		t.Fatalf("the long key's name %s is not hashed", fileName(long))
+	}
+	// Leftovers of crashed writers, of either kind of name, and strays.
+	for _, name := range []string{fileName(short) + ".1" + tmpSuffix, fileName(long) + ".2" + tmpSuffix, "README", "resource.alice.x.y.kv.bak"} {
+		if err := os.WriteFile(filepath.Join(data, name), []byte("half a fi"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(data, "resource.alice.dir.kv"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.Keys(ctx, "resource", "alice")
+	if err != nil || len(keys) != 2 || keys[0] != long || keys[1] != short {
+		t.Fatalf("Keys(resource, alice) = %v, %v; want [%s %s]", keys, err, long, short)
+	}
+
+	corrupt := func(name string, content []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(data, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good, _ := os.ReadFile(filepath.Join(data, fileName(short)))
+	bobFile, _ := os.ReadFile(filepath.Join(data, fileName(bob)))
+	for name, c := range map[string]struct {
+		file    string
+		content []byte
+	}{
+		"truncated in scope":   {fileName(short), good[:10]},
+		"bad magic in scope":   {fileName(short), append([]byte("XXXX"), good[4:]...)},
+		"extra bytes in scope": {fileName(short), append(append([]byte(nil), good...), 0)},
+		"other key in scope":   {fileName(short), bobFile},
+		"damaged hashed file":  {fileName(long), []byte("garbage that is long enough to hold a header")},
+	} {
+		saved, _ := os.ReadFile(filepath.Join(data, c.file))
+		corrupt(c.file, c.content)
+		_, err := s.Keys(ctx, "resource", "alice")
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Path != filepath.Join(data, c.file) {
+			t.Errorf("%s: Keys err = %v; want a *CorruptError naming %s", name, err, c.file)
+		}
+		corrupt(c.file, saved)
+	}
+	// A damaged file of another scope with a readable name does not stop
+	// the listing: it cannot hold a key of this one.
+	corrupt(fileName(bob), []byte("garbage"))
+	if keys, err := s.Keys(ctx, "resource", "alice"); err != nil || len(keys) != 2 {
+		t.Fatalf("Keys with bob's file damaged = %v, %v", keys, err)
+	}
+	if _, err := s.Keys(ctx, "resource", "bob"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Keys(resource, bob) over a damaged file: %v, want ErrCorrupt", err)
+	}
+}

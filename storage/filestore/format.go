@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"os"
 
 	"github.com/stratamem/strata/storage"
 )
@@ -125,4 +127,53 @@ func decodeRecord(path string, b []byte) (record, error) {
 		return bad("tombstone with a value")
 	}
 	return r, nil
+}
+
+// readKey reads only the header and key of the data file at path, which is
+// all a listing needs: values may be large. It checks what it reads and
+// the file's length against the header, not the checksum of the value.
+// ok is false when the file vanished.
+func readKey(path string) (key storage.Key, deleted, ok bool, err error) {
+	bad := func(format string, args ...any) (storage.Key, bool, bool, error) {
+		return storage.Key{}, false, false, &CorruptError{Path: path, Reason: fmt.Sprintf(format, args...)}
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return storage.Key{}, false, false, nil
+	}
+	if err != nil {
+		return storage.Key{}, false, false, fmt.Errorf("filestore: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return storage.Key{}, false, false, fmt.Errorf("filestore: %w", err)
+	}
+	var h [headerSize]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return bad("%d bytes is shorter than a header", fi.Size())
+		}
+		return storage.Key{}, false, false, fmt.Errorf("filestore: reading %s: %w", path, err)
+	}
+	if string(h[:4]) != magic {
+		return bad("bad magic %q", h[:4])
+	}
+	if h[4]&^flagDeleted != 0 || h[5] != 0 || h[6] != 0 || h[7] != 0 {
+		return bad("unknown flags %x", h[4:8])
+	}
+	klen := uint64(binary.BigEndian.Uint32(h[16:]))
+	vlen := uint64(binary.BigEndian.Uint32(h[20:]))
+	if uint64(fi.Size()) != headerSize+klen+vlen+crcSize {
+		return bad("length %d does not match header (key %d, value %d)", fi.Size(), klen, vlen)
+	}
+	kb := make([]byte, klen)
+	if _, err := io.ReadFull(f, kb); err != nil {
+		return storage.Key{}, false, false, fmt.Errorf("filestore: reading %s: %w", path, err)
+	}
+	key, ok = decodeKey(kb)
+	if !ok {
+		return bad("malformed key")
+	}
+	return key, h[4]&flagDeleted != 0, true, nil
 }

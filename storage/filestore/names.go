@@ -16,6 +16,9 @@ const (
 	// limit, leaving room for the temporary-file suffix.
 	maxReadableName = 200
 	numStripes      = 64
+	// hashPrefix starts the name of a key too long for a readable name.
+	// A readable name starts with an escaped scope, never "h-".
+	hashPrefix = "h-"
 )
 
 // escapePart appends p to b with every byte outside [a-z0-9_-] as %XX.
@@ -47,9 +50,8 @@ func fileName(k storage.Key) string {
 	}
 	name := b.String()
 	if len(name)+len(dataSuffix) > maxReadableName {
-		// A readable name starts with the scope, never "h-".
 		sum := sha256.Sum256([]byte(name))
-		name = "h-" + hex.EncodeToString(sum[:])
+		name = hashPrefix + hex.EncodeToString(sum[:])
 	}
 	return name + dataSuffix
 }

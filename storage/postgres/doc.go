@@ -24,6 +24,10 @@
 // about 2.7 kB); the parts themselves stay in the row for inspection with
 // convert_from(layer, 'UTF8').
 //
+// Store implements storage.Lister: Keys is one query on the index over
+// (scope, scope_id), ordered by layer and name (bytea compares byte by
+// byte, the order of storage.CompareKeys).
+//
 // # Compare-and-swap
 //
 // Every write is one statement: INSERT ... ON CONFLICT DO NOTHING to create

@@ -76,10 +76,13 @@ type Store struct {
 	closed  atomic.Bool
 
 	// Statements, expanded once.
-	qGet, qCreate, qUpdate, qDelete, qRevision string
+	qGet, qCreate, qUpdate, qDelete, qRevision, qKeys string
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store  = (*Store)(nil)
+	_ storage.Lister = (*Store)(nil)
+)
 
 // Open connects to the database at dsn (a postgres:// URL or a key=value
 // connection string), migrates the schema and returns a Store that owns its
@@ -176,6 +179,9 @@ SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE key_hash = 
 	RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE key_hash = $1)`)
 	s.qRevision = n.expand(`SELECT revision FROM {table} WHERE key_hash = $1`)
+	// The (scope, scope_id) index serves this; bytea sorts byte by byte,
+	// the order of storage.CompareKeys.
+	s.qKeys = n.expand(`SELECT layer, name FROM {table} WHERE scope = $1 AND scope_id = $2 ORDER BY layer, name`)
 	return s, nil
 }
 
@@ -277,6 +283,42 @@ func (s *Store) Delete(ctx context.Context, key storage.Key, expected int64) err
 		return nil
 	}
 	return s.conflict(ctx, key, h, expected, actual)
+}
+
+// Keys returns the keys of one scope, ordered by storage.CompareKeys, with
+// one query on the (scope, scope_id) index.
+func (s *Store) Keys(ctx context.Context, scope, scopeID string) ([]storage.Key, error) {
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := storage.ValidateScope(scope, scopeID); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var keys []storage.Key
+	err := retryRead(ctx, func() error {
+		rows, err := s.pool.Query(ctx, s.qKeys, scope, []byte(scopeID))
+		if err != nil {
+			return err
+		}
+		keys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (storage.Key, error) {
+			var layer, name []byte
+			err := r.Scan(&layer, &name)
+			return storage.Key{Scope: scope, ScopeID: scopeID, Layer: string(layer), Name: string(name)}, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: keys of %s/%s: %w", scope, scopeID, withCtx(ctx, err))
+	}
+	if keys == nil {
+		keys = []storage.Key{}
+	}
+	return keys, nil
 }
 
 // conflict builds the ConflictError of a write that matched no row. The

@@ -1,6 +1,8 @@
 // Package storagetest is the conformance suite every storage.Store
 // implementation must pass. A driver's test calls RunConformance (or Run
-// with a Harness when the store is durable) against the real engine:
+// with a Harness when the store is durable) against the real engine. The
+// cases named Keys* run when the store also implements storage.Lister and
+// skip otherwise:
 //
 //	func TestConformance(t *testing.T) {
 //		storagetest.Run(t, storagetest.Harness{
@@ -15,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +65,11 @@ func Run(t *testing.T, h Harness) {
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 		{"Reopen", testReopen},
+		{"Keys", testKeys},
+		{"KeysInvalidScope", testKeysInvalidScope},
+		{"KeysCanceledContext", testKeysCanceledContext},
+		{"KeysClosed", testKeysClosed},
+		{"KeysReopen", testKeysReopen},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -541,4 +549,187 @@ func testReopen(t *testing.T, h Harness) {
 	if r := mustPut(t, s, deleted, "reborn", 0); r <= deletedRev {
 		t.Fatalf("re-created %s at revision %d after reopen, not above the deleted %d", deleted, r, deletedRev)
 	}
+}
+
+func lister(t *testing.T, s storage.Store) storage.Lister {
+	t.Helper()
+	l, ok := s.(storage.Lister)
+	if !ok {
+		t.Skipf("%T does not implement storage.Lister", s)
+	}
+	return l
+}
+
+// listingKeys mix scopes and ids that share prefixes (t1, t10, "t1."),
+// layers that share prefixes, and the awkward keys, among them long ones
+// that a file store must hash.
+var listingKeys = append([]storage.Key{
+	key("thread", "t1", "memory", "state"),
+	key("thread", "t1", "memory", "other"),
+	key("thread", "t1", "memory2", "state"),
+	key("thread", "t1", "_strata", "last_assembly"),
+	key("thread", "t1", strings.Repeat("long", 80), "state"),
+	key("thread", "t10", "memory", "state"),
+	key("thread", "t1.", "memory", "state"),
+	key("thread", "t", "1.memory", "state"),
+	key("resource", "t1", "memory", "state"),
+	key("resource", "t1", "Memory", "state"),
+	key("global", "", "memory", "state"),
+}, awkwardKeys...)
+
+// wantKeys lists every scope of keys in s and checks each listing holds
+// exactly that scope's keys among keys, sorted, minus those in gone.
+func wantKeys(t *testing.T, s storage.Store, keys []storage.Key, gone map[storage.Key]bool) {
+	t.Helper()
+	l := lister(t, s)
+	type scope struct{ scope, id string }
+	want := map[scope][]storage.Key{}
+	for _, k := range keys {
+		sc := scope{k.Scope, k.ScopeID}
+		if _, ok := want[sc]; !ok {
+			want[sc] = []storage.Key{}
+		}
+		if !gone[k] {
+			want[sc] = append(want[sc], k)
+		}
+	}
+	for sc, w := range want {
+		got, err := l.Keys(ctx, sc.scope, sc.id)
+		if err != nil {
+			t.Fatalf("Keys(%q, %.40q): %v", sc.scope, sc.id, err)
+		}
+		if got == nil {
+			t.Fatalf("Keys(%q, %.40q) = nil, want a non-nil slice", sc.scope, sc.id)
+		}
+		if !slices.IsSortedFunc(got, storage.CompareKeys) {
+			t.Errorf("Keys(%q, %.40q) is not sorted: %v", sc.scope, sc.id, got)
+		}
+		slices.SortFunc(w, storage.CompareKeys)
+		if !slices.Equal(got, w) {
+			t.Errorf("Keys(%q, %.40q) =\n  %v\nwant\n  %v", sc.scope, sc.id, got, w)
+		}
+	}
+}
+
+func testKeys(t *testing.T, h Harness) {
+	s := open(t, h)
+	l := lister(t, s)
+	for _, sc := range [][2]string{{"thread", "t1"}, {"resource", "nobody"}, {"global", ""}} {
+		got, err := l.Keys(ctx, sc[0], sc[1])
+		if err != nil || got == nil || len(got) != 0 {
+			t.Fatalf("Keys(%q, %q) of an empty store = %v, %v; want an empty slice", sc[0], sc[1], got, err)
+		}
+	}
+	revs := map[storage.Key]int64{}
+	for i, k := range listingKeys {
+		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
+	}
+	wantKeys(t, s, listingKeys, nil)
+	// Listing changes nothing.
+	for i, k := range listingKeys {
+		wantEntry(t, s, k, fmt.Sprintf("value %d", i), revs[k])
+	}
+	// Deleted keys are gone from the listing (a file store's tombstones
+	// included); their neighbours stay.
+	gone := map[storage.Key]bool{}
+	for _, i := range []int{0, 4, 8, len(listingKeys) - 5, len(listingKeys) - 7} {
+		k := listingKeys[i]
+		if err := s.Delete(ctx, k, revs[k]); err != nil {
+			t.Fatal(err)
+		}
+		gone[k] = true
+	}
+	wantKeys(t, s, listingKeys, gone)
+	// Re-created keys come back once.
+	k := listingKeys[0]
+	mustPut(t, s, k, "again", 0)
+	delete(gone, k)
+	wantKeys(t, s, listingKeys, gone)
+	// Deleting every key of a scope empties its listing.
+	got, err := l.Keys(ctx, "thread", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range got {
+		e, err := s.Get(ctx, k)
+		if err != nil {
+			t.Fatalf("Get(%s) of a listed key: %v", k, err)
+		}
+		if err := s.Delete(ctx, k, e.Revision); err != nil {
+			t.Fatal(err)
+		}
+		gone[k] = true
+	}
+	if got, err := l.Keys(ctx, "thread", "t1"); err != nil || len(got) != 0 {
+		t.Fatalf("Keys after deleting the scope = %v, %v", got, err)
+	}
+	wantKeys(t, s, listingKeys, gone)
+}
+
+func testKeysInvalidScope(t *testing.T, h Harness) {
+	s := open(t, h)
+	l := lister(t, s)
+	for _, sc := range [][2]string{{"", ""}, {"", "x"}, {"Thread", "x"}, {"session", "x"}, {"thread", ""}, {"resource", ""}} {
+		if got, err := l.Keys(ctx, sc[0], sc[1]); !errors.Is(err, storage.ErrInvalidKey) {
+			t.Errorf("Keys(%q, %q) = %v, %v; want ErrInvalidKey", sc[0], sc[1], got, err)
+		}
+	}
+	// Global with an id is a valid, separate scope, as for Key.Validate.
+	mustPut(t, s, key("global", "scoped", "a", "b"), "v", 0)
+	if got, err := l.Keys(ctx, "global", "scoped"); err != nil || len(got) != 1 {
+		t.Errorf("Keys(global, scoped) = %v, %v", got, err)
+	}
+	if got, err := l.Keys(ctx, "global", ""); err != nil || len(got) != 0 {
+		t.Errorf("Keys(global, \"\") = %v, %v", got, err)
+	}
+}
+
+func testKeysCanceledContext(t *testing.T, h Harness) {
+	s := open(t, h)
+	l := lister(t, s)
+	mustPut(t, s, k1, "v", 0)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, err := l.Keys(cctx, k1.Scope, k1.ScopeID); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Keys with canceled context = %v, %v; want context.Canceled", got, err)
+	}
+}
+
+func testKeysClosed(t *testing.T, h Harness) {
+	s := h.New(t)
+	l := lister(t, s)
+	mustPut(t, s, k1, "v", 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Keys(ctx, k1.Scope, k1.ScopeID); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("Keys after Close = %v, %v; want ErrClosed", got, err)
+	}
+}
+
+// testKeysReopen lists from a fresh store over the same data: keys are
+// recovered from what is persisted, not from a cache of the writer.
+func testKeysReopen(t *testing.T, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("Harness.Reopen not set: store is not durable")
+	}
+	s := h.New(t)
+	lister(t, s)
+	revs := map[storage.Key]int64{}
+	for i, k := range listingKeys {
+		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
+	}
+	gone := map[storage.Key]bool{}
+	for _, k := range []storage.Key{listingKeys[1], listingKeys[len(listingKeys)-6]} {
+		if err := s.Delete(ctx, k, revs[k]); err != nil {
+			t.Fatal(err)
+		}
+		gone[k] = true
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = h.Reopen(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	wantKeys(t, s, listingKeys, gone)
 }

@@ -80,6 +80,12 @@ func (a *app) openState(ctx context.Context) (storage.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	return a.openStateAt(ctx, loc)
+}
+
+// openStateAt opens the state store at loc, a filestore directory that
+// must exist or a postgres URL, and returns it with a name for messages.
+func (a *app) openStateAt(ctx context.Context, loc string) (storage.Store, string, error) {
 	octx, cancel := context.WithTimeout(ctx, a.flags.timeout)
 	defer cancel()
 	if strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://") {

@@ -37,9 +37,30 @@ for confirmation on a terminal; elsewhere it needs --yes.
 --resource R deletes every memory of the resource: the records keyed by R,
 and the thread-only records (observations, temporal facts of thread-scoped
 layers) of the threads that belong to R, i.e. threads that records link to R
-and to no other resource (--no-linked-threads turns that off). With an
-embedded directory store it also deletes the recorded last assemblies of
-those threads (memctl inspect). Other resources are untouched.`,
+and to no other resource (--no-linked-threads turns that off). Other
+resources are untouched.
+
+It also deletes what the runtime keeps of R in its state store: every key
+of scope resource/R (the state of resource-scoped layers) and of scope
+thread/T for each of those threads (thread-scoped layers' state, the
+recorded last assembly that memctl inspect shows). The state store is the
+one inspect reads: --state DIR|postgres://..., else the config file's
+"state", else <dir>/state of an embedded directory, else the database of a
+postgres store. Threads are found through the records, so a thread with no
+record linked to R keeps its state. Run it while no agent serves R: a
+running session may write its state back. With other filters besides
+--resource only the recorded assemblies of the threads go, not the layers'
+state.
+
+When no state store is known (a qdrant or bare chromem store without
+--state), rm says so on stderr and deletes the records only. When the state
+store fails (unreachable database), rm still deletes the records, then
+exits with status 1 naming the failure.
+
+--dry-run lists the state keys after the memories (with --json, one
+{"state_key": {"scope", "scope_id", "layer", "name"}} line each). The
+--json result of a deletion is {"deleted", "ids", "state_deleted",
+"state_keys"}, with "state_error" when the state was not deleted.`,
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runRm(cmd.Context(), cmd, args, &f)
@@ -50,6 +71,7 @@ those threads (memctl inspect). Other resources are untouched.`,
 	fs.BoolVar(&f.dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	fs.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
 	fs.BoolVar(&f.noLinked, "no-linked-threads", false, "with --resource, delete only records that carry the resource")
+	fs.StringVar(&a.flags.state, "state", "", "the runtime's state store: a filestore directory or postgres:// URL")
 	return cmd
 }
 
@@ -59,7 +81,7 @@ type rmPlan struct {
 	ids      []string            // deleted by id
 	shown    []vectorstore.Record
 	total    int
-	threads  []string // threads whose recorded assembly goes too
+	threads  []string // threads whose state (or recorded assembly) goes too
 }
 
 func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *rmFlags) error {
@@ -116,19 +138,39 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 		return err
 	}
 
+	sp := a.planState(ctx, s, &plan, flt, match, len(args) > 0)
+	defer sp.close()
+
 	if f.dryRun {
 		if err := a.printRecords(plan.shown, false, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.io.Err, "would delete %s from %s (dry run)\n", plural(plan.total, "memory", "memories"), s.ref)
+		if err := a.printStateKeys(sp); err != nil {
+			return err
+		}
+		what := fmt.Sprintf("%s from %s", plural(plan.total, "memory", "memories"), s.ref)
+		if len(sp.keys) > 0 {
+			what += fmt.Sprintf(" and %s from %s", plural(len(sp.keys), "state key", "state keys"), sp.loc)
+		}
+		fmt.Fprintf(a.io.Err, "would delete %s (dry run)\n", what)
+		if sp.err != nil {
+			return fmt.Errorf("dry run: %w", sp.err)
+		}
 		return nil
 	}
-	if plan.total == 0 && len(plan.threads) == 0 {
+	if plan.total == 0 && len(sp.keys) == 0 {
+		if sp.err != nil {
+			return fmt.Errorf("no memories match, and %w", sp.err)
+		}
 		fmt.Fprintln(a.io.Err, "no memories match: nothing deleted")
-		return a.printDeleted(0, nil)
+		return a.printDeleted(0, nil, nil, sp.skipped)
 	}
-	if plan.total > 1 && !f.yes {
-		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", plural(plan.total, "memory", "memories"), s.ref), plan.total); err != nil {
+	if n := plan.total + len(sp.keys); n > 1 && !f.yes {
+		what := plural(plan.total, "memory", "memories")
+		if len(sp.keys) > 0 {
+			what += " and " + plural(len(sp.keys), "state key", "state keys")
+		}
+		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, s.ref), what); err != nil {
 			return err
 		}
 	}
@@ -147,13 +189,6 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 		}
 		n += len(plan.ids)
 	}
-	cleared, err := a.clearAssemblies(ctx, s, plan.threads)
-	if err != nil {
-		return fmt.Errorf("deleted %s, then clearing recorded assemblies: %w", plural(n, "memory", "memories"), err)
-	}
-	if cleared > 0 {
-		fmt.Fprintf(a.io.Err, "cleared the recorded assemblies of %s\n", plural(cleared, "thread", "threads"))
-	}
 	deleted := plan.ids
 	if plan.byFilter != nil {
 		deleted = nil
@@ -161,15 +196,42 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 			deleted = append(deleted, r.ID)
 		}
 	}
-	return a.printDeleted(n, deleted)
+	if sp.err != nil {
+		// The records are gone, the state is not: report both, and fail.
+		err := fmt.Errorf("deleted %s, but %w", plural(n, "memory", "memories"), sp.err)
+		if perr := a.printDeleted(n, deleted, nil, Message(err)); perr != nil {
+			return perr
+		}
+		return err
+	}
+	keys, err := a.deleteState(ctx, sp)
+	if err != nil {
+		err = fmt.Errorf("deleted %s and %s, then deleting the state in %s: %w",
+			plural(n, "memory", "memories"), plural(len(keys), "state key", "state keys"), sp.loc, err)
+		if perr := a.printDeleted(n, deleted, keys, Message(err)); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return a.printDeleted(n, deleted, keys, sp.skipped)
 }
 
-func (a *app) printDeleted(n int, ids []string) error {
+// printDeleted reports a deletion. stateErr says why the state was not
+// (or not all) deleted; it is already on stderr, and goes into the JSON.
+func (a *app) printDeleted(n int, ids []string, keys []storage.Key, stateErr string) error {
 	if a.flags.json {
 		if ids == nil {
 			ids = []string{}
 		}
-		return writeJSON(a.io.Out, map[string]any{"deleted": n, "ids": ids})
+		out := map[string]any{"deleted": n, "ids": ids, "state_deleted": len(keys), "state_keys": stateKeysJSON(keys)}
+		if stateErr != "" {
+			out["state_error"] = stateErr
+		}
+		return writeJSON(a.io.Out, out)
+	}
+	if len(keys) > 0 {
+		fmt.Fprintf(a.io.Out, "deleted %s and %s\n", plural(n, "memory", "memories"), plural(len(keys), "state key", "state keys"))
+		return nil
 	}
 	fmt.Fprintf(a.io.Out, "deleted %s\n", plural(n, "memory", "memories"))
 	return nil
@@ -261,28 +323,173 @@ func linkedThreads(ctx context.Context, c *vectorstore.Collection, resource stri
 	return out, nil
 }
 
-// clearAssemblies deletes the recorded last assembly of threads, for an
-// embedded directory store (whose state store memctl can open).
-func (a *app) clearAssemblies(ctx context.Context, s *store, threads []string) (int, error) {
-	if s.env == nil || len(threads) == 0 {
-		return 0, nil
+// statePlan is what rm deletes from the runtime's state store: every key
+// of resource/R and of thread/T for the resource's threads, or, when other
+// filters narrow a --resource deletion, only the threads' recorded
+// assemblies.
+type statePlan struct {
+	resource string
+	threads  []string
+	whole    bool // every key of the scopes, not only the assemblies
+
+	st    storage.Store
+	loc   string
+	close func()
+	keys  []storage.Key // listed for the dry run and the confirmation
+	// err is a failure of the state store (open, list): rm deletes the
+	// records anyway, then reports it.
+	err error
+	// skipped says why no state is deleted when no state store is known.
+	skipped string
+}
+
+// planState opens the state store and lists what rm deletes there. It
+// returns a plan with no keys when rm touches no state. A store it does
+// not know is a warning on stderr; one that fails is sp.err.
+func (a *app) planState(ctx context.Context, s *store, plan *rmPlan, flt vectorstore.Filter, match string, byID bool) *statePlan {
+	sp := &statePlan{close: func() {}}
+	if byID || flt.Resource == "" {
+		return sp
 	}
-	n := 0
-	for _, th := range threads {
-		key := assemblyKey(th)
-		e, err := s.env.State.Get(ctx, key)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
+	rest := flt
+	rest.Resource = ""
+	sp.resource, sp.threads = flt.Resource, plan.threads
+	sp.whole = rest.IsZero() && match == ""
+	if !sp.whole && len(sp.threads) == 0 {
+		return sp
+	}
+	what := fmt.Sprintf("the runtime's layer state of resource %q", sp.resource)
+	if !sp.whole {
+		what = "the recorded assemblies of " + plural(len(sp.threads), "thread", "threads")
+	}
+	sp.loc = a.stateLoc(s.ref)
+	if sp.loc == "" {
+		sp.skipped = fmt.Sprintf("%s is not deleted: memctl does not know the state store of %s; pass --state DIR|postgres://...", what, s.ref)
+		fmt.Fprintf(a.io.Err, "memctl: warning: %s\n", sp.skipped)
+		return sp
+	}
+	if s.env != nil && sp.loc == filepath.Join(s.ref.Dir, "state") {
+		sp.st = s.env.State // the embedded store has it open
+	} else {
+		st, loc, err := a.openStateAt(ctx, sp.loc)
 		if err != nil {
-			return n, err
+			sp.err = fmt.Errorf("%s is not deleted: %w", what, err)
+			return sp
 		}
-		if err := s.env.State.Delete(ctx, key, e.Revision); err != nil {
-			return n, err
-		}
-		n++
+		sp.st, sp.loc, sp.close = st, loc, func() { _ = st.Close() }
 	}
-	return n, nil
+	var err error
+	if sp.keys, err = sp.list(ctx); err != nil {
+		sp.err = fmt.Errorf("%s is not deleted: listing the state in %s: %w", what, sp.loc, err)
+	}
+	return sp
+}
+
+// list returns the keys rm deletes, as the state store holds them now.
+func (sp *statePlan) list(ctx context.Context) ([]storage.Key, error) {
+	keys := []storage.Key{}
+	if sp.st == nil {
+		return keys, nil
+	}
+	if !sp.whole {
+		for _, th := range sp.threads {
+			_, err := sp.st.Get(ctx, assemblyKey(th))
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, assemblyKey(th))
+		}
+		return keys, nil
+	}
+	l, ok := sp.st.(storage.Lister)
+	if !ok {
+		return nil, fmt.Errorf("the state store (%T) cannot list keys", sp.st)
+	}
+	scopes := [][2]string{{"resource", sp.resource}}
+	for _, th := range sp.threads {
+		scopes = append(scopes, [2]string{"thread", th})
+	}
+	for _, sc := range scopes {
+		ks, err := l.Keys(ctx, sc[0], sc[1])
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, ks...)
+	}
+	return keys, nil
+}
+
+// deleteState deletes the plan's keys, listed again (the confirmation may
+// have taken a while), and returns those it deleted. A key a running
+// session rewrites meanwhile is read again and deleted at its new
+// revision.
+func (a *app) deleteState(ctx context.Context, sp *statePlan) ([]storage.Key, error) {
+	keys, err := sp.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deleted := []storage.Key{}
+	for _, k := range keys {
+		for attempt := 1; ; attempt++ {
+			e, err := sp.st.Get(ctx, k)
+			if errors.Is(err, storage.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return deleted, err
+			}
+			err = sp.st.Delete(ctx, k, e.Revision)
+			if err == nil {
+				deleted = append(deleted, k)
+				break
+			}
+			if !errors.Is(err, storage.ErrConflict) || attempt == 10 {
+				return deleted, err
+			}
+		}
+	}
+	return deleted, nil
+}
+
+// stateKeyJSON is a state key in memctl's JSON output.
+type stateKeyJSON struct {
+	Scope   string `json:"scope"`
+	ScopeID string `json:"scope_id"`
+	Layer   string `json:"layer"`
+	Name    string `json:"name"`
+}
+
+func stateKeysJSON(keys []storage.Key) []stateKeyJSON {
+	out := make([]stateKeyJSON, len(keys))
+	for i, k := range keys {
+		out[i] = stateKeyJSON{Scope: k.Scope, ScopeID: k.ScopeID, Layer: k.Layer, Name: k.Name}
+	}
+	return out
+}
+
+// printStateKeys lists the dry run's state keys after its records.
+func (a *app) printStateKeys(sp *statePlan) error {
+	if a.flags.json {
+		for _, k := range stateKeysJSON(sp.keys) {
+			if err := writeJSON(a.io.Out, map[string]any{"state_key": k}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(sp.keys) == 0 {
+		return nil
+	}
+	fmt.Fprintf(a.io.Out, "\nState keys in %s:\n", sp.loc)
+	tw := newTable(a.io.Out)
+	fmt.Fprintln(tw, "SCOPE\tSCOPE ID\tLAYER\tNAME")
+	for _, k := range sp.keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Scope, cell(clip(k.ScopeID, 40)), cell(clip(k.Layer, 40)), cell(clip(k.Name, 40)))
+	}
+	return tw.Flush()
 }
 
 // assemblyKey is where core keeps a thread's last assembly (core/record.go).
@@ -291,10 +498,10 @@ func assemblyKey(thread string) storage.Key {
 }
 
 // confirm asks on a terminal; elsewhere it refuses.
-func (a *app) confirm(question string, n int) error {
+func (a *app) confirm(question, what string) error {
 	in, ok := a.io.In.(*os.File)
 	if !ok || !isTerminalFile(in) {
-		return usageErrorf("refusing to delete %s without --yes (stdin is not a terminal to confirm on)", plural(n, "memory", "memories"))
+		return usageErrorf("refusing to delete %s without --yes (stdin is not a terminal to confirm on)", what)
 	}
 	fmt.Fprintf(a.io.Err, "%s [y/N] ", question)
 	line, _ := bufio.NewReader(in).ReadString('\n')
@@ -313,19 +520,28 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// stateRef says where inspect reads the runtime's layer state: --state,
-// else the config file's state, else <dir>/state of an embedded directory,
-// else the postgres store's database.
-func (a *app) stateRef(ref storeRef) (string, error) {
+// stateLoc says where the runtime keeps its layer state, for inspect and
+// rm: --state, else the config file's state, else <dir>/state of an
+// embedded directory, else the postgres store's database; "" when none of
+// these applies.
+func (a *app) stateLoc(ref storeRef) string {
 	switch {
 	case a.flags.state != "":
-		return a.flags.state, nil
+		return a.flags.state
 	case a.cfg.State != "":
-		return a.cfg.State, nil
+		return a.cfg.State
 	case ref.Dir != "":
-		return filepath.Join(ref.Dir, "state"), nil
+		return filepath.Join(ref.Dir, "state")
 	case ref.Scheme == "postgres":
-		return ref.URL, nil
+		return ref.URL
 	}
-	return "", usageErrorf("inspect reads the runtime's state store: %s is not an embedded directory or postgres URL, so pass --state DIR|postgres://...", ref)
+	return ""
+}
+
+// stateRef is stateLoc, with a usage error when it is unknown.
+func (a *app) stateRef(ref storeRef) (string, error) {
+	if loc := a.stateLoc(ref); loc != "" {
+		return loc, nil
+	}
+	return "", usageErrorf("memctl reads the runtime's state store: %s is not an embedded directory or postgres URL, so pass --state DIR|postgres://...", ref)
 }

@@ -27,7 +27,8 @@ var DefaultStore = filepath.Join(".", ".strata", "data")
 type fileConfig struct {
 	Store    string `json:"store,omitempty"`
 	Embedder string `json:"embedder,omitempty"`
-	// State is where inspect reads recorded assemblies when the store URL
+	// State is the runtime's state store, where inspect reads recorded
+	// assemblies and rm --resource deletes layer state, when the store URL
 	// does not say (a directory or postgres:// URL).
 	State string `json:"state,omitempty"`
 }
