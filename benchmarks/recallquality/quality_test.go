@@ -61,10 +61,16 @@ func TestQualityDefaultModel(t *testing.T) {
 	}
 	for i, h := range results[semantic.ModeHybrid] {
 		l := results[semantic.ModeLexical][i]
-		// Per corpus +0.10: test3's questions share more words with
-		// their evidence (lexical-only 0.668 there).
-		if h.Recall[10] < l.Recall[10]+0.10 {
-			t.Errorf("%s: hybrid recall@10 %.3f not clearly above lexical-only %.3f (want +0.10)", h.Corpus, h.Recall[10], l.Recall[10])
+		// Per corpus +0.15, except test3 (+0.10): its questions share
+		// more words with their evidence (lexical-only 0.668 there, hybrid
+		// +0.116; the margin was lowered for it after its one
+		// measurement, as a regression guard, not as the target).
+		margin := 0.15
+		if h.Corpus == "test3" {
+			margin = 0.10
+		}
+		if h.Recall[10] < l.Recall[10]+margin {
+			t.Errorf("%s: hybrid recall@10 %.3f not clearly above lexical-only %.3f (want +%.2f)", h.Corpus, h.Recall[10], l.Recall[10], margin)
 		}
 		// Regression guards under the measured levels (report:
 		// benchmarks/results/recall-quality.md).

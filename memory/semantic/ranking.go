@@ -66,11 +66,11 @@ type Ranking struct {
 	DenseContext float64
 	// K1 and B are the BM25 parameters; 0 means 1.2 and 0.75.
 	K1, B float64
-	// SpeakerPrior is added, in hybrid mode, to the fused score of the
-	// messages of the speaker the question is about: the user's own
-	// messages, or the assistant's when the question asks what the
-	// assistant said ("what did you suggest ...", "your advice on ...";
-	// see questionSpeaker). Questions about a user's life are answered by
+	// SpeakerPrior is added, in hybrid mode with FusionScore (rank fusion
+	// ignores it), to the fused score of the messages of the speaker the
+	// question is about: the user's own messages, or the assistant's when
+	// the question asks what the assistant said ("what did you suggest",
+	// "your advice on ..."; see questionSpeaker). Questions about a user's life are answered by
 	// what the user told the agent; the assistant's replies around those
 	// messages share their words and topic and otherwise take half the
 	// places. The question is classified by English phrasing; a question
@@ -127,8 +127,8 @@ func (r Ranking) resolve(id string) (Ranking, error) {
 	return r, nil
 }
 
-// weight resolves a context weight: 0 is the default, negative is off,
-// at most 1.
+// weight resolves a weight option (the context weights, the speaker
+// prior): 0 is the default, negative is off, at most 1.
 func weight(id, field string, v, def float64) (float64, error) {
 	switch {
 	case v == 0:
@@ -244,14 +244,21 @@ func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int, speaker core
 	}
 }
 
-// addressee matches what may be a question about what the assistant said
-// or did: "you" or "your" followed, within a few words, by a verb or noun
-// of saying, advising or making ("what did you suggest", "your advice").
-var addressee = regexp.MustCompile(`(?i)\b(you|you've|you'd|your)((?:\s+[\w']+){0,3}?)\s+(said|say|says|suggest|suggested|suggestion|suggestions|recommend|recommended|recommendation|recommendations|told|tell|mention|mentioned|advise|advised|advice|propose|proposed|proposal|explain|explained|explanation|wrote|write|written|gave|give|list|listed|idea|ideas|tip|tips|answer|answered|reply|replied|draft|drafted|plan|came|come|pointed|warned|think|thought|opinion|calculated|estimate|estimated)\b`)
+// Questions about what the assistant said or did. Each pattern's first
+// group is "you" or "your" and its second the words between it and the
+// word of saying, advising or making.
+var addressees = []*regexp.Regexp{
+	// "your advice", "your last suggestion"
+	regexp.MustCompile(`(?i)\b(your)((?:\s+[\w']+)?)\s+(advice|suggestions?|recommendations?|ideas?|tips?|plan|list|answer|opinion|estimate|draft|reply|proposal|explanation)\b`),
+	// "you suggested", "you've recommended", "you once told me"
+	regexp.MustCompile(`(?i)\b(you|you've|you'd)((?:\s+[\w']+){0,3}?)\s+(said|suggested|recommended|told|mentioned|advised|proposed|explained|wrote|gave|listed|answered|replied|drafted|came up|pointed out|warned|thought|calculated|estimated)\b`),
+	// "did you say", "what did you tell me"
+	regexp.MustCompile(`(?i)\bdid\s+(you)((?:\s+[\w']+){0,2}?)\s+(say|suggest|recommend|tell|mention|advise|propose|explain|write|give|list|answer|reply|draft|come up|point out|warn|think|calculate|estimate)\b`),
+}
 
-// request is a request to the assistant ("can you tell me ..."), which
-// is not a question about what the assistant said.
-var request = regexp.MustCompile(`(?i)\b(can|could|would|will|please)\s*$`)
+// request is what makes "you" a request or thanks ("can you tell me ...",
+// "thank you for the tips"), not a question about what the assistant said.
+var request = regexp.MustCompile(`(?i)\b(can|could|would|will|please|thank)\s*$`)
 
 // firstPerson matches the user's own words between "you" and the verb
 // ("what did I tell you I thought"): the user's statement is asked about.
@@ -259,13 +266,15 @@ var firstPerson = regexp.MustCompile(`(?i)\b(i|i'd|i've|me|my)\b`)
 
 // questionSpeaker is the role whose messages answer query: the
 // assistant's when the question is about what the assistant said, else
-// the user's.
+// the user's. It reads English phrasing only.
 func questionSpeaker(query string) core.Role {
-	for _, m := range addressee.FindAllStringSubmatchIndex(query, -1) {
-		if request.MatchString(query[:m[0]]) || firstPerson.MatchString(query[m[4]:m[5]]) {
-			continue
+	for _, re := range addressees {
+		for _, m := range re.FindAllStringSubmatchIndex(query, -1) {
+			if request.MatchString(query[:m[2]]) || firstPerson.MatchString(query[m[4]:m[5]]) {
+				continue
+			}
+			return core.RoleAssistant
 		}
-		return core.RoleAssistant
 	}
 	return core.RoleUser
 }

@@ -23,6 +23,12 @@ func TestQuestionSpeaker(t *testing.T) {
 		"How much did the repair cost, as you estimated it?":       core.RoleAssistant,
 		"what did you say about lifetimes in structs":              core.RoleAssistant,
 		"Which of the flats did you think was better value for me": core.RoleAssistant,
+		"Thank you for the tips! When did I move to Oslo?":         core.RoleUser,
+		"Do you know the plan for the wedding?":                    core.RoleUser,
+		"Do you think I should take the job?":                      core.RoleUser,
+		"What was your last suggestion for the garden?":            core.RoleAssistant,
+		"Which restaurant have you recommended before?":            core.RoleAssistant,
+		"What did you say I should pack?":                          core.RoleAssistant,
 	}
 	for q, want := range cases {
 		if got := questionSpeaker(q); got != want {

@@ -26,7 +26,8 @@ type Hit struct {
 	ItemID    string
 	CreatedAt time.Time
 	// Score is the ranking score, higher is better: the fused score in
-	// hybrid mode, BM25 in lexical mode, the (context-smoothed) cosine
+	// hybrid mode (with Ranking.SpeakerPrior added for the speaker the
+	// question is about), BM25 in lexical mode, the (context-smoothed) cosine
 	// similarity in dense mode. Lexical is BM25 over the query's ideal
 	// score and Dense the similarity's z-score over 3 (see Ranking) in
 	// hybrid mode; 0 for a side that did not rank the message.
