@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,7 +151,10 @@ func dryRunStateKeys(t *testing.T, out string) (records int, keys []stateKey) {
 
 // TestRemoveResourceState: the right to be forgotten reaches the layer
 // state the runtime persisted for the resource and its threads, in an
-// embedded store's state directory, and nothing of anyone else's.
+// embedded store's state directory. It leaves bob's state and that of the
+// thread alice shares with bob, and it never erases global state: the
+// census layer is global and keeps alice's words (the application's to
+// erase).
 func TestRemoveResourceState(t *testing.T) {
 	e := newEnv(t)
 	store := filepath.Join(e.dir, "data")
@@ -218,6 +222,14 @@ func TestRemoveResourceState(t *testing.T) {
 	}
 	// More than one thing to delete wants a confirmation.
 	e.fails(2, "2 memories and 3 state keys", append(m, "rm", "--resource", "alice")...)
+	if script, err := execLookPath("script"); err == nil {
+		// The question names where each goes from.
+		out := runUnderPTY(t, e.input("n\n"), script, bin+" --store "+store+" rm --resource alice")
+		want := "Delete 2 memories from " + store + " and 3 state keys from " + filepath.Join(store, "state") + "?"
+		if !strings.Contains(out, want) || !strings.Contains(out, "aborted") {
+			t.Errorf("confirmation %q lacks %q", out, want)
+		}
+	}
 
 	var res rmResult
 	decodeJSON(t, e.ok(append(m, "rm", "--resource", "alice", "--yes", "--json")...).stdout, &res)
@@ -230,6 +242,10 @@ func TestRemoveResourceState(t *testing.T) {
 		}
 	}
 	checkKept()
+	census, err := st.Get(ctx, storage.Key{Scope: "global", Layer: "census", Name: "state"})
+	if err != nil || !strings.Contains(string(census.Value), "I am allergic to peanuts") {
+		t.Errorf("global state after rm = %q, %v; want it untouched, alice's words included", census.Value, err)
+	}
 	e.fails(3, "no recorded assembly", "--store", store, "inspect", "ta")
 	e.ok("--store", store, "inspect", "tb")
 	// Forgotten means a new session of alice starts from nothing.
@@ -256,7 +272,10 @@ func TestRemoveResourceState(t *testing.T) {
 }
 
 // TestRemoveResourceStateElsewhere: a store whose state store memctl does
-// not know, --state naming it, and a state store that cannot be reached.
+// not know, a state store that cannot be reached, a mistyped --state, a
+// damaged state file, and --state naming the right one. rm deletes nothing
+// until it can delete the state too; after a refusal the same command
+// with the right --state finishes, without anything re-added.
 func TestRemoveResourceStateElsewhere(t *testing.T) {
 	e := newEnv(t)
 	stateDir := filepath.Join(e.dir, "state")
@@ -267,52 +286,158 @@ func TestRemoveResourceStateElsewhere(t *testing.T) {
 	defer st.Close()
 	converse(t, st, "alice", "ta", "I am allergic to peanuts")
 	converse(t, st, "bob", "tb", "I live in Oslo")
+	aliceKeys := []string{"resource/alice/profile/state", "thread/ta/_strata/last_assembly", "thread/ta/notes/state"}
+	keysOf := func(res, thread string) []string {
+		return append(listKeys(t, st, "resource", res), listKeys(t, st, "thread", thread)...)
+	}
 
 	// A bare chromem collection records no state store.
 	coll := "chromem://" + filepath.Join(e.dir, "coll") + "?collection=memories"
 	m := []string{"--store", coll, "--embedder", "hash:64"}
-	add := func(res, thread string) {
-		e.ok(append(m, "add", "-l", "semantic", "-t", thread, "-r", res, "hello from "+res)...)
+	e.ok(append(m, "add", "-l", "semantic", "-t", "ta", "-r", "alice", "alice likes tea")...)
+	// A thread-only record: only alice's record links ta to her.
+	e.ok(append(m, "add", "-l", "observations", "-t", "ta", "prefers green tea")...)
+	records := func() int {
+		t.Helper()
+		return len(jsonLines(t, e.ok(append(m, "ls", "--json", "--all")...).stdout))
 	}
-	add("alice", "ta")
-	var skipped rmResult
-	r := e.ok(append(m, "rm", "--resource", "alice", "--yes", "--json")...)
-	decodeJSON(t, r.stdout, &skipped)
-	if skipped.Deleted != 1 || skipped.StateDeleted != 0 || !strings.Contains(skipped.StateError, "does not know the state store") {
-		t.Errorf("rm --json without a known state store: %+v", skipped)
-	}
-	if !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "is not deleted") || !strings.Contains(r.stderr, "--state") {
-		t.Errorf("rm without a known state store did not say so: %q", r.stderr)
-	}
-	if got := listKeys(t, st, "resource", "alice"); len(got) != 1 {
-		t.Fatalf("state changed without a state store: %v", got)
-	}
-
-	// An unreachable state store: the records go, the command fails.
-	add("alice", "ta")
-	r = e.fails(1, "deleted 1 memory, but the runtime's layer state of resource \"alice\" is not deleted",
-		append(m, "rm", "--resource", "alice", "--yes", "--state", "postgres://strata@127.0.0.1:1/none", "--timeout", "5s")...)
-	if r.stdout != "deleted 1 memory\n" {
-		t.Errorf("rm with an unreachable state store printed %q", r.stdout)
-	}
-	if n := len(jsonLines(t, e.ok(append(m, "ls", "--json", "--all")...).stdout)); n != 0 {
-		t.Errorf("%d records left after rm with an unreachable state store", n)
-	}
-	e.fails(3, "no state store", append(m, "rm", "--resource", "alice", "--yes", "--state", filepath.Join(e.dir, "nowhere"))...)
-
-	// --state names it.
-	add("alice", "ta")
-	var res rmResult
-	decodeJSON(t, e.ok(append(m, "rm", "--resource", "alice", "--yes", "--json", "--state", stateDir)...).stdout, &res)
-	if res.Deleted != 1 || res.StateDeleted != 3 {
-		t.Errorf("rm --state: %+v", res)
-	}
-	for _, sc := range [][2]string{{"resource", "alice"}, {"thread", "ta"}} {
-		if got := listKeys(t, st, sc[0], sc[1]); len(got) != 0 {
-			t.Errorf("alice's state survived rm --state: %v", got)
+	intact := func(after string) {
+		t.Helper()
+		if n := records(); n != 2 {
+			t.Errorf("after %s: %d records left, want both", after, n)
+		}
+		if got := keysOf("alice", "ta"); !slices.Equal(got, aliceKeys) {
+			t.Errorf("after %s: alice's state %v, want %v", after, got, aliceKeys)
 		}
 	}
-	if got := listKeys(t, st, "resource", "bob"); len(got) != 1 {
+	rm := func(extra ...string) []string {
+		return append(append(slices.Clone(m), "rm", "--resource", "alice", "--yes"), extra...)
+	}
+
+	e.fails(2, "pass --state DIR|postgres://... to delete it too, or --records-only", rm()...)
+	intact("rm without a known state store")
+	// The dry run lists the records and fails as the real run would.
+	r := e.run(rm("--dry-run", "--json")...)
+	if n, keys := dryRunStateKeys(t, r.stdout); r.code != 2 || n != 2 || len(keys) != 0 ||
+		!strings.Contains(r.stderr, "would delete nothing (dry run): rm refuses to delete 2 memories from "+coll) || !strings.Contains(r.stderr, "--records-only") {
+		t.Errorf("dry run without a known state store: exit %d, %d records\n%s%s", r.code, n, r.stdout, r.stderr)
+	}
+
+	// An unreachable state store: nothing deleted, exit 1, naming it.
+	pgDown := "postgres://strata@127.0.0.1:1/none"
+	r = e.fails(1, "nothing deleted", rm("--state", pgDown, "--timeout", "5s")...)
+	if !strings.Contains(r.stderr, "state store "+pgDown) || !strings.Contains(r.stderr, "--records-only") || r.stdout != "" {
+		t.Errorf("rm with an unreachable state store: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	intact("rm with an unreachable state store")
+	if r := e.run(rm("--state", pgDown, "--timeout", "5s", "--dry-run")...); r.code != 1 || !strings.Contains(r.stderr, "would delete nothing") {
+		t.Errorf("dry run with an unreachable state store: exit %d, %s", r.code, r.stderr)
+	}
+
+	// A mistyped --state: exit 1 as for any failing state store.
+	nowhere := filepath.Join(e.dir, "nowhere")
+	e.fails(1, "no state store at "+nowhere, rm("--state", nowhere)...)
+	intact("rm with a mistyped --state")
+
+	// A damaged hashed file: its key is unknown, so every listing fails.
+	long := storage.Key{Scope: "global", Layer: "census", Name: strings.Repeat("n", 250)}
+	if _, err := st.Put(context.Background(), long, []byte("{}"), 0); err != nil {
+		t.Fatal(err)
+	}
+	hashed, err := filepath.Glob(filepath.Join(stateDir, "data", "h-*.kv"))
+	if err != nil || len(hashed) != 1 {
+		t.Fatalf("hashed files: %v, %v", hashed, err)
+	}
+	good, err := os.ReadFile(hashed[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hashed[0], append([]byte("XXXX"), good[4:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = e.fails(1, "listing the state in "+stateDir, rm("--state", stateDir)...)
+	if !strings.Contains(r.stderr, filepath.Base(hashed[0])) {
+		t.Errorf("rm over a damaged state file does not name it: %s", r.stderr)
+	}
+	if err := os.WriteFile(hashed[0], good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := records(); n != 2 {
+		t.Fatalf("after rm over a damaged state file: %d records left, want both", n)
+	}
+
+	// The right --state, nothing re-added: the records still link ta to
+	// alice, so her thread's state goes too.
+	var res rmResult
+	decodeJSON(t, e.ok(rm("--json", "--state", stateDir)...).stdout, &res)
+	if res.Deleted != 2 || res.StateDeleted != 3 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) || res.StateError != "" {
+		t.Errorf("rm --state after the refusals: %+v, want 2 records and %v", res, aliceKeys)
+	}
+	if got := keysOf("alice", "ta"); len(got) != 0 {
+		t.Errorf("alice's state survived rm --state: %v", got)
+	}
+	if n := records(); n != 0 {
+		t.Errorf("%d records left after rm --state", n)
+	}
+	if got := keysOf("bob", "tb"); len(got) != 3 {
 		t.Errorf("bob's state: %v", got)
+	}
+}
+
+// TestRemoveResourceRecordsOnly: --records-only deletes the records with
+// no state store known, or one that fails, and leaves the layer state,
+// saying so.
+func TestRemoveResourceRecordsOnly(t *testing.T) {
+	e := newEnv(t)
+	stateDir := filepath.Join(e.dir, "state")
+	st, err := filestore.Open(stateDir, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	converse(t, st, "bob", "tb", "I live in Oslo")
+	bobKeys := []string{"resource/bob/profile/state", "thread/tb/_strata/last_assembly", "thread/tb/notes/state"}
+	keysOf := func() []string {
+		return append(listKeys(t, st, "resource", "bob"), listKeys(t, st, "thread", "tb")...)
+	}
+	coll := "chromem://" + filepath.Join(e.dir, "coll") + "?collection=memories"
+	m := []string{"--store", coll, "--embedder", "hash:64"}
+	add := func() {
+		e.ok(append(m, "add", "-l", "semantic", "-t", "tb", "-r", "bob", "bob lives in Oslo")...)
+		e.ok(append(m, "add", "-l", "observations", "-t", "tb", "rides a bike")...)
+	}
+	add()
+	rm := append(slices.Clone(m), "rm", "--resource", "bob", "--records-only")
+
+	dry := e.ok(append(rm, "--dry-run")...)
+	if !strings.Contains(dry.stderr, "would delete 2 memories from") || !strings.Contains(dry.stderr, "--records-only") {
+		t.Errorf("dry run --records-only: %s", dry.stderr)
+	}
+	var res rmResult
+	r := e.ok(append(rm, "--yes", "--json")...)
+	decodeJSON(t, r.stdout, &res)
+	if res.Deleted != 2 || res.StateDeleted != 0 || len(res.StateKeys) != 0 || res.StateError != "" {
+		t.Errorf("rm --records-only --json: %+v", res)
+	}
+	for _, want := range []string{"warning", "layer state of resource \"bob\" and of 1 thread is left", "\"tb\""} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("rm --records-only stderr lacks %q: %s", want, r.stderr)
+		}
+	}
+	if n := len(jsonLines(t, e.ok(append(m, "ls", "--json", "--all")...).stdout)); n != 0 {
+		t.Errorf("%d records left after rm --records-only", n)
+	}
+	if got := keysOf(); !slices.Equal(got, bobKeys) {
+		t.Errorf("bob's state after rm --records-only = %v, want %v", got, bobKeys)
+	}
+
+	// A failing --state is not even opened.
+	add()
+	r = e.ok(append(rm, "--yes", "--state", "postgres://strata@127.0.0.1:1/none", "--timeout", "5s")...)
+	if r.stdout != "deleted 2 memories\n" {
+		t.Errorf("rm --records-only with an unreachable state store: %q %q", r.stdout, r.stderr)
+	}
+	if got := keysOf(); !slices.Equal(got, bobKeys) {
+		t.Errorf("bob's state = %v, want %v", got, bobKeys)
 	}
 }

@@ -506,7 +506,7 @@ func testReopen(t *testing.T, h Harness) {
 	if h.Reopen == nil {
 		t.Skip("Harness.Reopen not set: store is not durable")
 	}
-	s := h.New(t)
+	s := open(t, h) // Close registered first, for a Put that stops the test
 	keys := append(append([]storage.Key{}, isolationKeys...), awkwardKeys...)
 	revs := make([]int64, len(keys))
 	for i, k := range keys {
@@ -713,7 +713,10 @@ func testKeysReopen(t *testing.T, h Harness) {
 	if h.Reopen == nil {
 		t.Skip("Harness.Reopen not set: store is not durable")
 	}
-	s := h.New(t)
+	// open registers Close first: lister may skip, and a failed Put may
+	// stop the test, before the explicit Close below. (A second Close
+	// returns ErrClosed, ignored.)
+	s := open(t, h)
 	lister(t, s)
 	revs := map[storage.Key]int64{}
 	for i, k := range listingKeys {

@@ -75,6 +75,8 @@ func TestExitCodeAndMessage(t *testing.T) {
 		{notFoundf("x"), 3},
 		{fmt.Errorf("wrapped: %w", &vectorstore.Error{Code: vectorstore.CodeNotFound}), 3},
 		{fmt.Errorf("%w at d", ErrNoStore), 3},
+		// A --state directory that does not exist fails rm as a runtime error.
+		{fmt.Errorf("nothing deleted (%w: %w)", ErrStateStore, notFoundf("no state store at d")), 1},
 		{&vectorstore.Error{Code: vectorstore.CodeDimensionMismatch}, 1},
 		{errors.New("boom"), 1},
 	} {

@@ -17,7 +17,7 @@ import (
 
 type rmFlags struct {
 	filterFlags
-	dryRun, yes, noLinked bool
+	dryRun, yes, noLinked, recordsOnly bool
 }
 
 func (a *app) rmCmd() *cobra.Command {
@@ -43,7 +43,10 @@ resources are untouched.
 It also deletes what the runtime keeps of R in its state store: every key
 of scope resource/R (the state of resource-scoped layers) and of scope
 thread/T for each of those threads (thread-scoped layers' state, the
-recorded last assembly that memctl inspect shows). The state store is the
+recorded last assembly that memctl inspect shows). The state of
+global-scoped layers (scope global) is left alone, even when it holds R's
+data, e.g. a layer that gathers what every user said: memctl cannot tell
+R's part of it, so the application must erase that. The state store is the
 one inspect reads: --state DIR|postgres://..., else the config file's
 "state", else <dir>/state of an embedded directory, else the database of a
 postgres store. Threads are found through the records, so a thread with no
@@ -52,15 +55,24 @@ running session may write its state back. With other filters besides
 --resource only the recorded assemblies of the threads go, not the layers'
 state.
 
-When no state store is known (a qdrant or bare chromem store without
---state), rm says so on stderr and deletes the records only. When the state
-store fails (unreachable database), rm still deletes the records, then
-exits with status 1 naming the failure.
+The state goes first, the records after: the records are what links the
+threads to R, so a run that fails part-way can be run again to finish. For
+the same reason rm deletes nothing at all when it cannot reach the state:
+  - no state store known (a qdrant or bare chromem store without --state
+    or a config "state"): exit status 2, asking for --state;
+  - the state store fails (unreachable database, a --state directory that
+    does not exist, a damaged state file): exit status 1, naming the store
+    and the error.
+--records-only deletes the records anyway and leaves the layer state where
+it is (memctl says which on stderr); once the records are gone, memctl can
+no longer find the threads' state.
 
 --dry-run lists the state keys after the memories (with --json, one
-{"state_key": {"scope", "scope_id", "layer", "name"}} line each). The
---json result of a deletion is {"deleted", "ids", "state_deleted",
-"state_keys"}, with "state_error" when the state was not deleted.`,
+{"state_key": {"scope", "scope_id", "layer", "name"}} line each), and
+fails with the real run's message and exit status when the real run would
+refuse. The --json result of a deletion is {"deleted", "ids",
+"state_deleted", "state_keys"}, with "state_error" when deleting the state
+failed part-way (no memory is deleted then).`,
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runRm(cmd.Context(), cmd, args, &f)
@@ -71,6 +83,7 @@ exits with status 1 naming the failure.
 	fs.BoolVar(&f.dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	fs.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
 	fs.BoolVar(&f.noLinked, "no-linked-threads", false, "with --resource, delete only records that carry the resource")
+	fs.BoolVar(&f.recordsOnly, "records-only", false, "with --resource, delete the records only and leave the runtime's layer state")
 	fs.StringVar(&a.flags.state, "state", "", "the runtime's state store: a filestore directory or postgres:// URL")
 	return cmd
 }
@@ -138,7 +151,7 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 		return err
 	}
 
-	sp := a.planState(ctx, s, &plan, flt, match, len(args) > 0)
+	sp := a.planState(ctx, s, &plan, flt, match, len(args) > 0, f.recordsOnly)
 	defer sp.close()
 
 	if f.dryRun {
@@ -148,46 +161,71 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 		if err := a.printStateKeys(sp); err != nil {
 			return err
 		}
+		if sp.err != nil {
+			fmt.Fprintf(a.io.Err, "would delete nothing (dry run): rm refuses to delete %s from %s\n",
+				plural(plan.total, "memory", "memories"), s.ref)
+			return fmt.Errorf("dry run: %w", sp.err)
+		}
 		what := fmt.Sprintf("%s from %s", plural(plan.total, "memory", "memories"), s.ref)
 		if len(sp.keys) > 0 {
 			what += fmt.Sprintf(" and %s from %s", plural(len(sp.keys), "state key", "state keys"), sp.loc)
 		}
 		fmt.Fprintf(a.io.Err, "would delete %s (dry run)\n", what)
-		if sp.err != nil {
-			return fmt.Errorf("dry run: %w", sp.err)
-		}
 		return nil
 	}
+	// Refuse before deleting anything: the records are the only way to
+	// the threads' state, so deleting them first would strand it.
+	if sp.err != nil {
+		return sp.err
+	}
 	if plan.total == 0 && len(sp.keys) == 0 {
-		if sp.err != nil {
-			return fmt.Errorf("no memories match, and %w", sp.err)
-		}
 		fmt.Fprintln(a.io.Err, "no memories match: nothing deleted")
-		return a.printDeleted(0, nil, nil, sp.skipped)
+		return a.printDeleted(0, nil, nil, "")
 	}
 	if n := plan.total + len(sp.keys); n > 1 && !f.yes {
 		what := plural(plan.total, "memory", "memories")
+		question := fmt.Sprintf("Delete %s from %s?", what, s.ref)
 		if len(sp.keys) > 0 {
-			what += " and " + plural(len(sp.keys), "state key", "state keys")
+			keys := plural(len(sp.keys), "state key", "state keys")
+			question = fmt.Sprintf("Delete %s from %s and %s from %s?", what, s.ref, keys, sp.loc)
+			what += " and " + keys
 		}
-		if err := a.confirm(fmt.Sprintf("Delete %s from %s?", what, s.ref), what); err != nil {
+		if err := a.confirm(question, what); err != nil {
 			return err
 		}
+	}
+	// The state first: while the records stay, a failed run can be
+	// repeated and finds the same threads.
+	keys, err := a.deleteState(ctx, sp)
+	if err != nil {
+		err = fmt.Errorf("deleted %s from %s, then: %w: %w; no memory is deleted yet, run rm again to finish",
+			plural(len(keys), "state key", "state keys"), sp.loc, ErrStateStore, err)
+		if perr := a.printDeleted(0, nil, keys, Message(err)); perr != nil {
+			return perr
+		}
+		return err
 	}
 	n := 0
-	if plan.byFilter != nil {
-		if n, err = s.coll.DeleteWhere(ctx, *plan.byFilter); err != nil {
-			return err
-		}
-	}
+	// The ids hold the thread-only records before those carrying the
+	// resource (planFilter's order), and the filter deletes the latter:
+	// whatever links the threads to the resource goes last.
 	if len(plan.ids) > 0 {
 		for lo := 0; lo < len(plan.ids); lo += 1000 {
 			hi := min(lo+1000, len(plan.ids))
 			if err := s.coll.Delete(ctx, plan.ids[lo:hi]...); err != nil {
-				return fmt.Errorf("deleted %d, then: %w", n+lo, err)
+				return fmt.Errorf("deleted %s and %d of %s, then: %w",
+					plural(len(keys), "state key", "state keys"), lo, plural(plan.total, "memory", "memories"), err)
 			}
 		}
 		n += len(plan.ids)
+	}
+	if plan.byFilter != nil {
+		m, err := s.coll.DeleteWhere(ctx, *plan.byFilter)
+		if err != nil {
+			return fmt.Errorf("deleted %s and %d of %s, then: %w",
+				plural(len(keys), "state key", "state keys"), n, plural(plan.total, "memory", "memories"), err)
+		}
+		n += m
 	}
 	deleted := plan.ids
 	if plan.byFilter != nil {
@@ -196,28 +234,11 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 			deleted = append(deleted, r.ID)
 		}
 	}
-	if sp.err != nil {
-		// The records are gone, the state is not: report both, and fail.
-		err := fmt.Errorf("deleted %s, but %w", plural(n, "memory", "memories"), sp.err)
-		if perr := a.printDeleted(n, deleted, nil, Message(err)); perr != nil {
-			return perr
-		}
-		return err
-	}
-	keys, err := a.deleteState(ctx, sp)
-	if err != nil {
-		err = fmt.Errorf("deleted %s and %s, then deleting the state in %s: %w",
-			plural(n, "memory", "memories"), plural(len(keys), "state key", "state keys"), sp.loc, err)
-		if perr := a.printDeleted(n, deleted, keys, Message(err)); perr != nil {
-			return perr
-		}
-		return err
-	}
-	return a.printDeleted(n, deleted, keys, sp.skipped)
+	return a.printDeleted(n, deleted, keys, "")
 }
 
 // printDeleted reports a deletion. stateErr says why the state was not
-// (or not all) deleted; it is already on stderr, and goes into the JSON.
+// all deleted; it is also on stderr, and goes into the JSON.
 func (a *app) printDeleted(n int, ids []string, keys []storage.Key, stateErr string) error {
 	if a.flags.json {
 		if ids == nil {
@@ -271,7 +292,10 @@ func (a *app) planFilter(ctx context.Context, s *store, flt vectorstore.Filter, 
 		return nil
 	}
 	// Thread-only records of the resource's threads, under the other
-	// filters.
+	// filters. They go before the records carrying the resource, which
+	// link the threads to it: a deletion that fails part-way leaves the
+	// links for the next run.
+	var threadOnly []string
 	for _, th := range threads {
 		tf := flt
 		tf.Resource, tf.Thread = "", th
@@ -284,9 +308,10 @@ func (a *app) planFilter(ctx context.Context, s *store, flt vectorstore.Filter, 
 			}
 			plan.total++
 			plan.shown = append(plan.shown, r)
-			plan.ids = append(plan.ids, r.ID)
+			threadOnly = append(threadOnly, r.ID)
 		}
 	}
+	plan.ids = append(threadOnly, plan.ids...)
 	return nil
 }
 
@@ -336,53 +361,75 @@ type statePlan struct {
 	loc   string
 	close func()
 	keys  []storage.Key // listed for the dry run and the confirmation
-	// err is a failure of the state store (open, list): rm deletes the
-	// records anyway, then reports it.
+	// err is why rm refuses to delete anything: no state store is known
+	// (ErrUsage), or it cannot be opened or listed (ErrStateStore).
 	err error
-	// skipped says why no state is deleted when no state store is known.
-	skipped string
 }
 
 // planState opens the state store and lists what rm deletes there. It
-// returns a plan with no keys when rm touches no state. A store it does
-// not know is a warning on stderr; one that fails is sp.err.
-func (a *app) planState(ctx context.Context, s *store, plan *rmPlan, flt vectorstore.Filter, match string, byID bool) *statePlan {
+// returns a plan with no keys when rm touches no state, or when
+// recordsOnly leaves it (a warning on stderr says what stays).
+func (a *app) planState(ctx context.Context, s *store, plan *rmPlan, flt vectorstore.Filter, match string, byID, recordsOnly bool) *statePlan {
 	sp := &statePlan{close: func() {}}
 	if byID || flt.Resource == "" {
 		return sp
 	}
 	rest := flt
 	rest.Resource = ""
-	sp.resource, sp.threads = flt.Resource, plan.threads
-	sp.whole = rest.IsZero() && match == ""
-	if !sp.whole && len(sp.threads) == 0 {
+	whole := rest.IsZero() && match == ""
+	if !whole && len(plan.threads) == 0 {
 		return sp
 	}
-	what := fmt.Sprintf("the runtime's layer state of resource %q", sp.resource)
-	if !sp.whole {
-		what = "the recorded assemblies of " + plural(len(sp.threads), "thread", "threads")
+	what := fmt.Sprintf("the runtime's layer state of resource %q", flt.Resource)
+	if len(plan.threads) > 0 {
+		what += " and of " + plural(len(plan.threads), "thread", "threads")
 	}
+	if !whole {
+		what = "the recorded assemblies of " + plural(len(plan.threads), "thread", "threads")
+	}
+	if recordsOnly {
+		fmt.Fprintf(a.io.Err, "memctl: warning: --records-only: %s is left in the state store%s\n", what, threadList(plan.threads))
+		return sp
+	}
+	sp.resource, sp.threads, sp.whole = flt.Resource, plan.threads, whole
 	sp.loc = a.stateLoc(s.ref)
 	if sp.loc == "" {
-		sp.skipped = fmt.Sprintf("%s is not deleted: memctl does not know the state store of %s; pass --state DIR|postgres://...", what, s.ref)
-		fmt.Fprintf(a.io.Err, "memctl: warning: %s\n", sp.skipped)
+		sp.err = usageErrorf("nothing deleted: memctl does not know the state store of %s, which holds %s: "+
+			"pass --state DIR|postgres://... to delete it too, or --records-only to delete only the records", s.ref, what)
 		return sp
+	}
+	refuse := func(err error) {
+		sp.err = fmt.Errorf("nothing deleted: %s cannot be deleted (%w: %w); fix the state store or --state, or pass --records-only to delete only the records",
+			what, ErrStateStore, err)
 	}
 	if s.env != nil && sp.loc == filepath.Join(s.ref.Dir, "state") {
 		sp.st = s.env.State // the embedded store has it open
 	} else {
 		st, loc, err := a.openStateAt(ctx, sp.loc)
 		if err != nil {
-			sp.err = fmt.Errorf("%s is not deleted: %w", what, err)
+			refuse(err)
 			return sp
 		}
 		sp.st, sp.loc, sp.close = st, loc, func() { _ = st.Close() }
 	}
 	var err error
 	if sp.keys, err = sp.list(ctx); err != nil {
-		sp.err = fmt.Errorf("%s is not deleted: listing the state in %s: %w", what, sp.loc, err)
+		refuse(fmt.Errorf("listing the state in %s: %w", sp.loc, err))
 	}
 	return sp
+}
+
+// threadList names the threads for a message, the first few of them.
+func threadList(threads []string) string {
+	if len(threads) == 0 {
+		return ""
+	}
+	const most = 5
+	q := quoteAll(threads[:min(len(threads), most)])
+	if len(threads) > most {
+		q = append(q, fmt.Sprintf("and %d more", len(threads)-most))
+	}
+	return " (threads " + strings.Join(q, ", ") + ")"
 }
 
 // list returns the keys rm deletes, as the state store holds them now.

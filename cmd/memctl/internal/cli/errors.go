@@ -38,6 +38,10 @@ var (
 	ErrVerify = errors.New("verification failed")
 	// ErrBadLines is wrapped when an import skipped lines.
 	ErrBadLines = errors.New("bad lines")
+	// ErrStateStore is wrapped when rm cannot list or delete the runtime's
+	// layer state: exit status 1, even when the cause is a state directory
+	// that does not exist, since rm then deleted nothing it was asked to.
+	ErrStateStore = errors.New("state store failed")
 )
 
 // usageErrorf returns an error wrapping ErrUsage.
@@ -55,6 +59,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.Is(err, ErrStateStore):
+		return ExitError
 	case errors.Is(err, ErrUsage), errors.Is(err, layerrules.ErrInvalid), errors.Is(err, embedspec.ErrInvalidSpec):
 		return ExitUsage
 	case errors.Is(err, ErrNotFound), errors.Is(err, vectorstore.ErrNotFound), errors.Is(err, ErrNoStore):
