@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/stratamem/strata/agent"
 	"github.com/stratamem/strata/core"
@@ -20,19 +21,18 @@ func Example_memory() {
 	ctx := context.Background()
 	env, err := embedded.Open(ctx, ".strata/data", embedded.Options{}) // records, vectors, layer state
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err) // e.g. the offline model is not installed: see below
 	}
 	defer env.Close()
 
-	ents, _ := entity.New(env.Memory, entity.Options{Scope: core.ScopeResource})      // people, organisations, places
-	eps, _ := episodic.New(env.Memory, episodic.Options{})                            // a summary of every past run
-	facts, _ := temporal.New(env.Memory, temporal.Options{Scope: core.ScopeResource}) // dated facts with validity
-	recall, _ := semantic.New(env.Memory, semantic.Options{})                         // hybrid search over past messages
+	ents, _ := entity.New(env.Memory, entity.Options{Scope: core.ScopeResource})       // people, organisations, places
+	eps, _ := episodic.New(env.Memory, episodic.Options{})                             // a summary of every past run
+	facts, _ := temporal.New(env.Memory, temporal.Options{Scope: core.ScopeResource})  // dated facts with validity
+	recall, _ := semantic.New(env.Memory, semantic.Options{Scope: core.ScopeResource}) // all of the user's past messages (default: this thread's)
 
 	rt, _ := core.NewRuntime(core.Config{
 		Layers: []core.AnyLayer{ents, eps, facts.Layer(), recall.Layer()},
-		Store:  env.State, // thread/resource/global state survives restarts
+		Store:  env.State, // thread/resource/global state survives restarts (nil: in memory, lost on exit)
 		System: []core.Item{core.SystemMessage("You are a personal assistant.")},
 	})
 	model, _ := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5"}) // or openai.New, or your own provider.Model

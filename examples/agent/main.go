@@ -325,6 +325,11 @@ func scriptedAgent(req provider.Request, call int) ([]core.Item, error) {
 			return []core.Item{core.FunctionCall(id, "delete_all_files", `{}`)}, nil
 		}
 	}
+	if called {
+		// The tools ran: confirm, as a model would, instead of answering
+		// the request again.
+		return []core.Item{core.AssistantMessage("Done.")}, nil
+	}
 	all := ""
 	for _, it := range v.Items() {
 		all += it.Text() + "\n"
@@ -368,6 +373,12 @@ func printView(w io.Writer, v *core.View) {
 		}
 		fmt.Fprintf(w, "  [%s] %d tokens\n", b, v.BandTokens(b))
 		for _, it := range items {
+			if b == core.BandLive {
+				// What recall found this turn, in full: the point of
+				// the demo.
+				fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(describe(it), "\n", "\n      "))
+				continue
+			}
 			text := strings.ReplaceAll(describe(it), "\n", " ")
 			if len(text) > 110 {
 				text = text[:107] + "..."
