@@ -69,7 +69,7 @@ func newStability() *stability { return &stability{prev: map[string]*snapshot{}}
 // observe checks req against the previous request of its series. With
 // anyEpoch the epoch is ignored (single band has none): every pair counts.
 func (s *stability) observe(t *testing.T, req *cachebench.Request, anyEpoch bool) {
-	key := string(req.Strategy) + "/" + string(req.Provider)
+	key := string(req.Strategy) + "/" + string(req.Provider) + "/" + req.Variant
 	all := join(req.Blocks)
 	cur := &snapshot{epoch: req.EpochID, dropped: req.HistoryDropped,
 		stable: join(req.Blocks[:req.StableBlocks]), throughHist: join(req.Blocks[:req.HistoryEnd])}

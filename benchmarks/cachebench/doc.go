@@ -30,6 +30,19 @@
 // renderDelta text (or its full new output when it has none); no write
 // fee, TTL or minimum length.
 //
+// The temporal-days workload runs the real memory/temporal ledger (its
+// record function, chains, Recall and renderDelta, on an embedded chromem
+// store whose clock is the simulated time) over five days of bursts with
+// hours between them and two bursts across midnight. It is where the
+// ledger's decision on relative times (day granularity, anchored, a
+// renderDelta for the date change) is measured: its [Variant]s replay the
+// same script with the ledger in the live band and with humanized relative
+// times ("12 minutes ago"), [Result.Variants] holds them, and the report
+// adds what each day change and each resumption after a pause cost
+// ([RequestLog], [Series.WarmNonRead]). It is left out of [Targets]
+// (Workload.ExcludeFromTargets): its pauses expire any 5-minute cache,
+// which the optimum ignores.
+//
 // [WriteMarkdown] and [WriteSVG] turn results into the report and the plot
 // of cumulative billed input; [Targets] checks the targets. The
 // command benchmarks/cmd/cachebench writes them to benchmarks/results

@@ -41,6 +41,9 @@ type Target struct {
 func Targets(results []*Result) []Target {
 	var out []Target
 	for _, r := range results {
+		if r.Workload.ExcludeFromTargets {
+			continue
+		}
 		for _, p := range AllProviders() {
 			opt := r.Get(Optimum, p)
 			single := r.Get(SingleBand, p)
@@ -172,6 +175,11 @@ func writeTargets(b *strings.Builder, results []*Result) {
 	if slices.ContainsFunc(ts, func(t Target) bool { return !t.Met }) {
 		b.WriteString("Missed targets are explained under each workload (\"Where anchored loses\"). The workloads were fixed before these figures were measured and were not tuned afterwards.\n\n")
 	}
+	for _, r := range results {
+		if r.Workload.ExcludeFromTargets {
+			fmt.Fprintf(b, "%s is not held to the targets: its user pauses for hours between bursts, so every burst starts on an expired cache, which the optimum (no TTL) ignores. Its own section gives the share of the optimum.\n\n", r.Workload.Name)
+		}
+	}
 }
 
 func writeWorkload(b *strings.Builder, r *Result) {
@@ -220,6 +228,8 @@ func writeWorkload(b *strings.Builder, r *Result) {
 	writeOverflow(b, r)
 	writeLosses(b, r)
 	writeMisses(b, r)
+	writeVariants(b, r)
+	writeDays(b, r)
 }
 
 // writeMisses explains each missed target of the workload from its figures.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -129,6 +130,9 @@ type Request struct {
 	Workload string
 	Strategy Strategy
 	Provider Provider
+	// Variant names the workload variant (see Workload.Variants) the
+	// request belongs to, "" for the workload's own layers.
+	Variant string
 	// Index counts the run's requests from 0; Turn and Round locate it in
 	// the script (Round 0 is a turn's first model call).
 	Index, Turn, Round int
@@ -146,6 +150,10 @@ type Request struct {
 	// HistoryDropped counts log items the projection left out.
 	HistoryDropped int
 	Usage          cachesim.Usage
+	// Layers holds each layer's fresh rendering at this request (what its
+	// Recall returned, whatever band the view served), by layer id; set
+	// only for OnRequest, shared between the sinks of a run, do not modify.
+	Layers map[string]string
 
 	compose time.Duration // AllInSystem: composing the system text
 }
@@ -154,6 +162,9 @@ type Request struct {
 type Series struct {
 	Strategy Strategy
 	Provider Provider
+	// Variant names the workload variant run, "" for the workload's own
+	// layers (see Workload.Variants).
+	Variant string
 	// Totals sums the billed usage of every request.
 	Totals cachesim.Totals
 	// BeforeOverflow and AfterOverflow split Totals at OverflowRequest.
@@ -176,7 +187,61 @@ type Series struct {
 	// BandTokens[b] sums the view's band b tokens over all requests (the
 	// runtime's view; for AllInSystem the layers are in the system message).
 	BandTokens [6]int
+	// Log holds each request's figures in order (not for Optimum).
+	Log []RequestLog
 }
+
+// RequestLog is what one request of a series did: the per-request record
+// the report's day-change and resumption analyses read.
+type RequestLog struct {
+	Index, Turn, Round int
+	At                 time.Time
+	// Gap is the simulated time since the series' previous request, 0 for
+	// the first.
+	Gap time.Duration
+	// Day is At's calendar date (2006-01-02) in the workload's location
+	// (UTC unless the workload sets one).
+	Day string
+	// Reanchored and Reason: whether this request started an epoch, why.
+	Reanchored bool
+	Reason     string
+	// Updates lists the layers that published a context update in this
+	// assembly; UpdateTokens is the size of the context-updates message
+	// they went into (all layers' updates of the assembly together).
+	Updates      []string
+	UpdateTokens int
+	// AnchorChanged lists the layers whose anchor-band item differs from
+	// the previous request's (appeared, changed or left): on a re-anchor,
+	// the pins that moved.
+	AnchorChanged []string
+	Usage         cachesim.Usage
+}
+
+// CacheLifetime is the simulators' cache TTL (5 minutes on both, refreshed
+// on a hit on Anthropic): a request that follows the previous one by less
+// finds the cache warm.
+const CacheLifetime = 5 * time.Minute
+
+// WarmNonRead is the mean non-read (written + uncached) tokens of the
+// requests that follow the previous one within CacheLifetime and do not
+// start an epoch, and how many there are: what the series costs while the
+// cache is warm, apart from the pauses that expire it and the re-anchors.
+func (s *Series) WarmNonRead() (float64, int) {
+	sum, n := 0, 0
+	for i, l := range s.Log {
+		if i > 0 && l.Gap < CacheLifetime && !l.Reanchored {
+			sum += l.NonRead()
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(sum) / float64(n), n
+}
+
+// NonRead is what the request wrote or sent uncached.
+func (l RequestLog) NonRead() int { return l.Usage.WriteTokens() + l.Usage.UncachedTokens }
 
 // MeanBand is the mean token count of band b per request.
 func (s *Series) MeanBand(b core.Band) float64 {
@@ -209,6 +274,21 @@ type Result struct {
 	ContentTokens float64
 	// Series holds every strategy run on every provider, in report order.
 	Series []*Series
+	// Variants holds the Anchored runs of the workload's variants (see
+	// Workload.Variants), in variant then provider order; each is measured
+	// against the Optimum series of Series.
+	Variants []*Series
+}
+
+// Variant returns the Anchored series of the named variant on provider p,
+// or nil.
+func (r *Result) Variant(name string, p Provider) *Series {
+	for _, x := range r.Variants {
+		if x.Variant == name && x.Provider == p {
+			return x
+		}
+	}
+	return nil
 }
 
 // Get returns the series of strategy s on provider p, or nil.
@@ -308,6 +388,22 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 			res.Series = append(res.Series, sk.series)
 		}
 	}
+	if slices.Contains(strategies, Anchored) {
+		for _, v := range w.Variants {
+			vs := v.apply(sc)
+			for _, p := range providers {
+				sk, err := newSink(Anchored, p)
+				if err != nil {
+					return nil, err
+				}
+				sk.variant, sk.series.Variant = v.Name, v.Name
+				if _, err := replay(ctx, vs, tok, bud, Anchored, []*sink{sk}, nil, &opts, res); err != nil {
+					return nil, fmt.Errorf("cachebench: variant %s: %w", v.Name, err)
+				}
+				res.Variants = append(res.Variants, sk.series)
+			}
+		}
+	}
 	var sinks []*sink
 	for _, s := range strategies {
 		if s == SingleBand || s == SingleBandBreakpoints || s == AllInSystem {
@@ -351,6 +447,7 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 type sink struct {
 	strategy Strategy
 	provider Provider
+	variant  string
 	model    string
 	sim      cachesim.Simulator
 	series   *Series
@@ -373,13 +470,17 @@ func newSink(s Strategy, p Provider) (*sink, error) {
 	return sk, nil
 }
 
-// newRuntime builds the runtime of one run over a fresh world.
-func newRuntime(sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strategy, cache core.CacheConfig) (*core.Runtime, error) {
-	layers := buildLayers(sc.layers, w)
+// newRuntime builds the runtime of one run over a fresh world. The
+// returned func releases the real layers' stores; it is never nil.
+func newRuntime(ctx context.Context, sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strategy, cache core.CacheConfig) (*core.Runtime, func(), error) {
+	layers, release, err := buildLayers(ctx, sc.layers, w)
+	if err != nil {
+		return nil, release, err
+	}
 	if s == AnchoredHistoryCap {
 		l, err := historyCapLayer(bud.historyCap)
 		if err != nil {
-			return nil, err
+			return nil, release, err
 		}
 		layers = append(layers, l)
 	}
@@ -400,9 +501,9 @@ func newRuntime(sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strate
 	}
 	rt, err := core.NewRuntime(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cachebench: runtime: %w", err)
+		return nil, release, fmt.Errorf("cachebench: runtime: %w", err)
 	}
-	return rt, nil
+	return rt, release, nil
 }
 
 // budget is a workload's calibrated token budget.
@@ -487,11 +588,12 @@ func (m *blockMemo) tools(specs []core.FunctionSpec) ([]Block, error) {
 func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s Strategy,
 	sinks []*sink, opt []*Series, opts *Options, res *Result, probe ...func(turn, round int, v *core.View)) (int, error) {
 	w := sc.world.clone()
-	rt, err := newRuntime(sc, w, tok, bud, s, opts.Cache)
+	rt, release, err := newRuntime(ctx, sc, w, tok, bud, s, opts.Cache)
+	defer release()
 	if err != nil {
 		return 0, err
 	}
-	sess, err := rt.Start(ctx, core.RunOptions{ThreadID: "bench", RunID: "bench"})
+	sess, err := rt.Start(ctx, core.RunOptions{ThreadID: benchThread, RunID: benchThread})
 	if err != nil {
 		return 0, fmt.Errorf("cachebench: start: %w", err)
 	}
@@ -503,6 +605,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 	}
 	var tools []Block
 	toolTokens := 0
+	var anchor map[string]string // the previous view's anchor band, by item id
 
 	feedback := len(sinks) == 1 && anchored(s)
 	appended := 0 // tokens logged since the previous request (optimum)
@@ -514,11 +617,18 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 		appended += rt.CountItems(items)
 		return sess.Append(ctx, items...)
 	}
+	loc := sc.loc
+	if loc == nil {
+		loc = time.UTC
+	}
 	for t, tr := range sc.turns {
 		now = now.Add(tr.gap)
 		if tr.before != nil {
 			tr.before(w)
 		}
+		// The world's clock is also the real layers' store clock: the
+		// message's time when it is recorded, the call's when one is run.
+		w.now = now
 		if err := appendItems(core.UserMessage(tr.user)); err != nil {
 			return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
 		}
@@ -533,6 +643,17 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 			for _, p := range probe {
 				p(t, r, view)
 			}
+			var fresh map[string]string
+			if opts.OnRequest != nil {
+				fresh = w.rec.snapshot()
+			}
+			upd, err := updatesOf(view, memo)
+			if err != nil {
+				return n, err
+			}
+			var moved []string
+			moved, anchor = anchorChanges(view, anchor)
+			upd.moved = moved
 			if tools == nil {
 				specs := append(slices.Clone(sc.tools), view.Tools...)
 				if tools, err = memo.tools(specs); err != nil {
@@ -549,7 +670,8 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				}
 				elapsed := assembled + req.compose
 				req.Workload, req.Provider, req.Index, req.Turn, req.Round, req.At = name, sk.provider, n, t, r, now
-				if err := send(sk, req, view, elapsed); err != nil {
+				req.Variant, req.Layers = sk.variant, fresh
+				if err := send(sk, req, view, elapsed, now.In(loc).Format(time.DateOnly), upd); err != nil {
 					return n, fmt.Errorf("cachebench: %s/%s turn %d round %d: %w", sk.strategy, sk.provider, t, r, err)
 				}
 				if feedback {
@@ -595,6 +717,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 			}
 			for i, c := range rd.calls {
 				now = now.Add(c.tool)
+				w.now = now
 				var out core.Item
 				if sess.IsFunction(c.name) {
 					if out, err = sess.CallFunction(ctx, calls[i]); err != nil {
@@ -643,8 +766,75 @@ func layerNews(defs []layerDef, rec *recorder, prev map[string]string, rt *core.
 	return news
 }
 
+// updates is what an assembly published as context updates.
+type updates struct {
+	layers []string
+	tokens int
+	moved  []string // layers whose anchor item changed since the previous view
+}
+
+// anchorChanges compares the view's anchor band with prev (item id to
+// text) and returns the ids that appeared, changed or left, in band order
+// then prev's order, and the band of this view.
+func anchorChanges(view *core.View, prev map[string]string) ([]string, map[string]string) {
+	cur := map[string]string{}
+	var order []string
+	for _, it := range view.Band(core.BandAnchor) {
+		if _, ok := cur[it.ID]; !ok {
+			order = append(order, it.ID)
+		}
+		cur[it.ID] += it.Text()
+	}
+	if prev == nil {
+		return nil, cur
+	}
+	var moved []string
+	for _, id := range order {
+		if p, ok := prev[id]; !ok || p != cur[id] {
+			moved = append(moved, id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := cur[id]; !ok {
+			moved = append(moved, id)
+		}
+	}
+	return moved, cur
+}
+
+// updatesOf reads the context updates an assembly published: the layers
+// whose usage names an update action, and the size of the
+// context-updates message (the last one in history when published
+// inline, the updates band when trailing).
+func updatesOf(view *core.View, memo *blockMemo) (updates, error) {
+	var u updates
+	for _, l := range view.Usage.Layers {
+		if l.Update != "" {
+			u.layers = append(u.layers, l.LayerID)
+		}
+	}
+	if len(u.layers) == 0 {
+		return u, nil
+	}
+	items := view.Band(core.BandUpdates)
+	if len(items) == 0 {
+		items = view.Band(core.BandHistory)
+	}
+	for _, it := range slices.Backward(items) {
+		if it.Role == core.RoleDeveloper && strings.HasPrefix(it.Text(), "<context_updates") {
+			b, err := memo.item(it)
+			if err != nil {
+				return u, err
+			}
+			u.tokens = b.Tokens
+			break
+		}
+	}
+	return u, nil
+}
+
 // send bills req on the sink's simulator and accounts it.
-func send(sk *sink, req *Request, view *core.View, elapsed time.Duration) error {
+func send(sk *sink, req *Request, view *core.View, elapsed time.Duration, day string, upd updates) error {
 	blocks := make([]cachesim.Block, len(req.Blocks))
 	for i, b := range req.Blocks {
 		blocks[i] = cachesim.Block{Hash: cachesim.HashBytes(b.Bytes), Tokens: b.Tokens, Breakpoint: b.Breakpoint}
@@ -666,6 +856,15 @@ func send(sk *sink, req *Request, view *core.View, elapsed time.Duration) error 
 	}
 	req.HistoryDropped = view.Usage.HistoryDropped
 	account(sk.series, u, req.HistoryDropped > 0, req.Index)
+	lg := RequestLog{Index: req.Index, Turn: req.Turn, Round: req.Round, At: req.At, Day: day,
+		Reanchored: req.Reanchored, Updates: upd.layers, UpdateTokens: upd.tokens, AnchorChanged: upd.moved, Usage: u}
+	if ep := view.Usage.Epoch; ep != nil && ep.Reanchored {
+		lg.Reason = ep.ReanchorReason
+	}
+	if k := len(sk.series.Log); k > 0 {
+		lg.Gap = req.At.Sub(sk.series.Log[k-1].At)
+	}
+	sk.series.Log = append(sk.series.Log, lg)
 	for b := range sk.series.BandTokens {
 		sk.series.BandTokens[b] += view.BandTokens(core.Band(b))
 	}

@@ -30,9 +30,37 @@ type Workload struct {
 	// PauseTurn, when positive, is a turn preceded by an idle pause longer
 	// than the 5-minute cache lifetime.
 	PauseTurn int
+	// Variants are other configurations of the workload's layers that a
+	// reader would consider instead. Run replays each on the same script
+	// with the Anchored strategy (when it runs Anchored) and measures it
+	// against the workload's own optimum.
+	Variants []Variant
+	// ExcludeFromTargets keeps the workload out of Targets. It is set on
+	// workloads whose idle time between bursts outlasts any provider's
+	// cache lifetime by hours, which the optimum (no TTL) ignores, so the
+	// issue's hit-ratio target does not apply; the report still gives the
+	// share of the optimum.
+	ExcludeFromTargets bool
 
 	build func(seed uint64, turns int) *script
 }
+
+// Variant is an alternative configuration of a workload's layers.
+type Variant struct {
+	// Name is the variant's key, e.g. "live"; Description says what
+	// differs, for the report.
+	Name, Description string
+	// Layer is the id of the layer the variant reconfigures; the report
+	// counts its context updates.
+	Layer string
+
+	// apply returns a copy of the script with the variant's layers.
+	apply func(sc *script) *script
+}
+
+// benchThread is the thread (and run) id of every replayed session; the
+// real layers' records are scoped to it.
+const benchThread = "bench"
 
 // script is a workload drawn for a number of turns.
 type script struct {
@@ -42,6 +70,12 @@ type script struct {
 	layers []layerDef
 	world  *world // initial state; each run mutates a clone
 	turns  []turn
+	// loc is the calendar the script lives in (the RequestLog's Day); nil
+	// means UTC.
+	loc *time.Location
+	// seeds are the temporal ledger's facts from before the run, for the
+	// variants that rebuild its layer.
+	seeds []seedFact
 }
 
 // turn is one user turn: the world changes that precede it, the user's
@@ -106,6 +140,7 @@ func Workloads() []Workload {
 			Turns: 200, Seed: 0x5eed0003, OverflowTurn: 150,
 			build: buildCoding,
 		},
+		temporalWorkload(),
 	}
 }
 

@@ -3,6 +3,7 @@ package cachebench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -89,6 +90,11 @@ type layerDef struct {
 	// compact change from prev to next, ok=false for a full republish.
 	delta   func(prev, next string) (string, bool)
 	scratch bool
+	// layer, when set, builds a real runtime layer for one run instead of
+	// a rendered one (a memory layer over its own store, whose clock is
+	// w.now). It must note each fresh output in w.rec under id, as the
+	// rendered layers do, and returns what releases its store.
+	layer func(ctx context.Context, w *world) (core.AnyLayer, func(), error)
 }
 
 // layerItems is a layer's output: one developer message named by the layer
@@ -126,10 +132,34 @@ func renderScratch(s scratch) string {
 	return "<scratchpad>\n" + strings.Join(s.Notes, "\n") + "\n</scratchpad>"
 }
 
-// build turns the definitions into runtime layers bound to w.
-func buildLayers(defs []layerDef, w *world) []core.AnyLayer {
+// snapshot copies every layer's latest fresh rendering.
+func (r *recorder) snapshot() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.text)
+}
+
+// buildLayers turns the definitions into runtime layers bound to w. The
+// returned func releases what the real layers hold; it is never nil.
+func buildLayers(ctx context.Context, defs []layerDef, w *world) ([]core.AnyLayer, func(), error) {
 	out := make([]core.AnyLayer, 0, len(defs))
+	var releases []func()
+	release := func() {
+		for _, r := range slices.Backward(releases) {
+			r()
+		}
+	}
 	for _, d := range defs {
+		if d.layer != nil {
+			l, rel, err := d.layer(ctx, w)
+			if err != nil {
+				release()
+				return nil, func() {}, fmt.Errorf("cachebench: layer %s: %w", d.id, err)
+			}
+			out = append(out, l)
+			releases = append(releases, rel)
+			continue
+		}
 		var renderDelta func(context.Context, core.RenderDeltaParams[struct{}]) (string, bool, error)
 		if d.delta != nil {
 			renderDelta = func(_ context.Context, p core.RenderDeltaParams[struct{}]) (string, bool, error) {
@@ -166,7 +196,7 @@ func buildLayers(defs []layerDef, w *world) []core.AnyLayer {
 			},
 		})
 	}
-	return out
+	return out, release, nil
 }
 
 // The layers the workloads are built from.
