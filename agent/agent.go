@@ -4,7 +4,10 @@
 // runtime's tools), and go round again until the model stops calling tools,
 // a round limit is reached or a custom condition says stop. It feeds the
 // provider's cache figures back to the runtime, marking the first round of
-// each turn, so cache-miss re-anchoring and blind-provider detection work.
+// each turn, so cache-miss re-anchoring and blind-provider detection work,
+// and when a turn starts after the provider's cache lifetime
+// (Options.CacheLifetime) it tells the runtime the cache is cold, so the
+// epoch re-anchors on that request instead of writing the prompt twice.
 //
 // Everything it does goes through core.Session, so a host that wants its
 // own loop can copy the forty lines of Turn.
@@ -41,6 +44,18 @@ type Options struct {
 	// Sleep waits between retries; nil means a context-aware timer. Tests
 	// inject a fake.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// CacheLifetime is how long the provider keeps a prompt prefix cached
+	// after its last use: when a turn starts longer than this after the
+	// session's last model call, the cache is already lost, and the loop
+	// tells the runtime (core.Session.ExpectColdCache) so the turn's one
+	// full write also refreshes the anchored layers, instead of a second
+	// full write on the next request. Zero means 5 minutes, the default
+	// lifetime of Anthropic's and OpenAI's caches (set one hour if you
+	// ask Anthropic for the 1h cache); negative turns it off.
+	CacheLifetime time.Duration
+	// Now is the clock the loop stamps model calls with; nil means
+	// time.Now. Tests and simulations inject their own.
+	Now func() time.Time
 }
 
 // Agent runs turns on sessions.
@@ -67,6 +82,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = sleep
+	}
+	if opts.CacheLifetime == 0 {
+		opts.CacheLifetime = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Agent{opts: opts}, nil
 }
@@ -125,6 +146,12 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 			res.Stop = StopMaxRounds
 			return res, nil
 		}
+		now := a.opts.Now()
+		if round == 0 && a.opts.CacheLifetime > 0 {
+			if last, ok := s.LastCacheReport(); ok && !last.At.IsZero() && now.Sub(last.At) > a.opts.CacheLifetime {
+				s.ExpectColdCache()
+			}
+		}
 		view, err := s.Assemble(ctx)
 		if err != nil {
 			return res, err
@@ -135,6 +162,7 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 		}
 		report := resp.Cache
 		report.FirstRound = round == 0
+		report.At = now
 		s.ReportCache(report)
 		res.Rounds = append(res.Rounds, Round{View: view, Cache: report, Output: resp.Items})
 		cur := &res.Rounds[len(res.Rounds)-1]

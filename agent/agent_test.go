@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +220,74 @@ func TestSpawnFiresParentHooks(t *testing.T) {
 	if st, _ := core.State[string](parent, "notes"); st != "child result" {
 		t.Fatalf("parent state = %q", st)
 	}
+}
+
+// TestColdCacheAfterIdle: a turn that starts after the provider's cache
+// lifetime re-anchors at once (one full write), where without the
+// lifetime the stale pins are written first and the next turn re-anchors
+// on the reported miss, writing the prompt a second time.
+func TestColdCacheAfterIdle(t *testing.T) {
+	run := func(lifetime time.Duration) (reasons []string, written int) {
+		t.Helper()
+		ctx := context.Background()
+		text := "profile v1. " + strings.Repeat("The user's long-lived profile. ", 10)
+		profile := core.Layer[struct{}]{ID: "profile", Slot: 100, Placement: core.PlacementAnchor,
+			Hooks: core.Hooks[struct{}]{Recall: func(context.Context, core.RecallParams[struct{}]) (core.Recall[struct{}], error) {
+				return core.Text[struct{}](text)
+			}}}
+		rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{profile},
+			System: []core.Item{core.SystemMessage(strings.Repeat("You are a careful agent. ", 200))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+		clock := func() time.Time { return now }
+		sim, _ := cachesim.NewAnthropic(cachesim.AnthropicOptions{})
+		model := &scripted.Model{Cache: sim, Clock: clock, Script: func(provider.Request, int) ([]core.Item, error) {
+			return []core.Item{core.AssistantMessage("ok")}, nil
+		}}
+		a, err := agent.New(agent.Options{Model: model, CacheLifetime: lifetime, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+		steps := []struct {
+			after time.Duration
+			text  string
+		}{{0, ""}, {time.Minute, "profile v2. "}, {30 * time.Minute, ""}, {time.Minute, ""}}
+		for i, st := range steps {
+			now = now.Add(st.after)
+			if st.text != "" {
+				text = st.text + strings.Repeat("The user's long-lived profile. ", 10)
+			}
+			res, err := a.Turn(ctx, s, core.UserMessage(fmt.Sprint("question ", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep := res.Rounds[0].View.Usage.Epoch
+			reason := "-"
+			if ep.Reanchored {
+				reason = ep.ReanchorReason
+			}
+			reasons = append(reasons, reason)
+			if i >= 2 {
+				written += res.Rounds[0].Cache.WriteTokens
+			}
+		}
+		return reasons, written
+	}
+	on, wOn := run(0)
+	off, wOff := run(-1)
+	if got := strings.Join(on, " "); got != "initial - cache-expired -" {
+		t.Fatalf("with the default lifetime: re-anchors %s", got)
+	}
+	if got := strings.Join(off, " "); got != "initial - - cache-miss" {
+		t.Fatalf("without a lifetime: re-anchors %s", got)
+	}
+	// Without the lifetime the re-anchor after the miss writes the anchor
+	// and the history again (the system prompt before them stays cached).
+	if wOff-wOn < 100 {
+		t.Fatalf("tokens written after the idle time: %d with the lifetime, %d without (want 100+ fewer)", wOn, wOff)
+	}
+	t.Logf("tokens written after the idle time: %d with the lifetime, %d without", wOn, wOff)
 }

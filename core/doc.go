@@ -65,6 +65,10 @@
 //
 //	initial              the run's first assembly
 //	cache-miss           the provider reported a first-round miss (ReportCache)
+//	cache-expired        the host said the cache is lost before the request
+//	                     (ExpectColdCache; agent.Agent does after an idle time
+//	                     longer than the cache lifetime), so the one write the
+//	                     request costs anyway also refreshes the pins
 //	max-age              CacheConfig.MaxEpochAssemblies assemblies (default 100)
 //	update-pressure      updates > max(MinUpdateTokens (256), MaxUpdateShare (0.5) x anchor tokens)
 //	updates-over-budget  the updates did not fit the token budget (never dropped)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strings"
+	"time"
 
 	"github.com/stratamem/strata/projector"
 )
@@ -18,6 +19,10 @@ const (
 	// ReasonCacheMiss: the provider reported a miss on the first round of
 	// a call; the cache is already lost.
 	ReasonCacheMiss = "cache-miss"
+	// ReasonCacheExpired: the host said the cache is lost before the
+	// request was sent (Session.ExpectColdCache), e.g. after an idle time
+	// longer than the provider's cache lifetime.
+	ReasonCacheExpired = "cache-expired"
 	// ReasonMaxAge: the epoch reached CacheConfig.MaxEpochAssemblies.
 	ReasonMaxAge = "max-age"
 	// ReasonUpdatePressure: the context updates outgrew
@@ -111,11 +116,17 @@ type CacheReport struct {
 	// replay the same prefix and hit whatever the first did, so only the
 	// first round's figures can reveal a lost cache.
 	FirstRound bool
+	// At is when the request was sent; zero when the host does not say.
+	// Hosts read it back (LastCacheReport) to tell how long the provider's
+	// cache has been idle.
+	At time.Time
 }
 
 // cacheFeedback is the runtime's reading of the provider's reports.
 type cacheFeedback struct {
 	pendingMiss bool
+	// pendingCold is set by ExpectColdCache.
+	pendingCold bool
 	misses      int // consecutive first-round misses
 	unreported  int // consecutive reports without figures
 	blind       bool
@@ -162,6 +173,31 @@ func (s *Session) ReportCache(r CacheReport) {
 		return
 	}
 	fb.misses = 0
+}
+
+// LastCacheReport returns the last report given to ReportCache, and false
+// when there was none.
+func (s *Session) LastCacheReport() (CacheReport, bool) {
+	if s.feedback.last == nil {
+		return CacheReport{}, false
+	}
+	return *s.feedback.last, true
+}
+
+// ExpectColdCache tells the runtime that the provider's cache is already
+// lost for the next request, typically because the run has been idle for
+// longer than the provider's cache lifetime (agent.Options.CacheLifetime
+// does this). The next assembly then re-anchors (ReasonCacheExpired),
+// folding whatever drifted into fresh pins in the one full write that
+// request costs anyway. Without it the request writes the old pins and
+// their updates, the provider reports the miss, and the assembly after it
+// re-anchors and writes the prompt a second time. Ignored when anchoring
+// is off. Calling it when the cache is in fact warm costs one full write.
+func (s *Session) ExpectColdCache() {
+	if s.rt.cfg.Cache.Disabled {
+		return
+	}
+	s.feedback.pendingCold = true
 }
 
 // arrangement is the banded layer output of one assembly.
@@ -237,6 +273,8 @@ func (s *Session) reanchorReason(outs []layerOutput) string {
 		return ReasonInitial
 	case s.feedback.pendingMiss:
 		return ReasonCacheMiss
+	case s.feedback.pendingCold:
+		return ReasonCacheExpired
 	case ep.age >= s.rt.cfg.Cache.maxAssemblies():
 		return ReasonMaxAge
 	}
@@ -310,6 +348,7 @@ func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64)
 	// The miss is served. The count of consecutive misses stays: a
 	// provider that misses again right after fresh pins is not caching.
 	s.feedback.pendingMiss = false
+	s.feedback.pendingCold = false
 }
 
 // arrange bands the layer output of one assembly: pinned anchors, live

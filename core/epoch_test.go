@@ -228,6 +228,45 @@ func TestReanchorReasons(t *testing.T) {
 			t.Fatalf("fresh pins expected: %+v %s", v.Usage.Epoch, updates(v))
 		}
 	})
+	t.Run("cache-expired", func(t *testing.T) {
+		src := &scripted{"x"}
+		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)}})
+		turn(t, s, "q0")
+		at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+		s.ReportCache(core.CacheReport{Reported: true, WriteTokens: 2000, FirstRound: true, At: at})
+		if r, ok := s.LastCacheReport(); !ok || !r.At.Equal(at) || r.WriteTokens != 2000 {
+			t.Fatalf("LastCacheReport = %+v %v", r, ok)
+		}
+		src.out = "y"
+		v := turn(t, s, "q1")
+		if v.Usage.Epoch.Reanchored || updates(v) == "" {
+			t.Fatalf("a drift inside the epoch is an update: %+v", v.Usage.Epoch)
+		}
+		// The host knows the cache expired (long idle): the next request
+		// re-anchors at once instead of writing the old pins first.
+		s.ExpectColdCache()
+		v = turn(t, s, "q2")
+		if !v.Usage.Epoch.Reanchored || v.Usage.Epoch.ReanchorReason != core.ReasonCacheExpired {
+			t.Fatalf("epoch = %+v", v.Usage.Epoch)
+		}
+		if v.Band(core.BandAnchor)[0].Text() != "y" || updates(v) != "" {
+			t.Fatalf("fresh pins expected: %s %q", v.Band(core.BandAnchor)[0].Text(), updates(v))
+		}
+		// Served once: the miss that the expired cache then reports on
+		// the epoch's first request does not re-anchor again.
+		s.ReportCache(core.CacheReport{Reported: true, WriteTokens: 2000, FirstRound: true})
+		if v := turn(t, s, "q3"); v.Usage.Epoch.Reanchored {
+			t.Fatalf("re-anchored twice: %+v", v.Usage.Epoch)
+		}
+		// Off when anchoring is off.
+		off := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, &scripted{"x"})},
+			Cache: core.CacheConfig{Disabled: true}})
+		turn(t, off, "q0")
+		off.ExpectColdCache()
+		if v := turn(t, off, "q1"); v.Usage.Epoch != nil {
+			t.Fatalf("disabled cache has an epoch: %+v", v.Usage.Epoch)
+		}
+	})
 	t.Run("update-pressure", func(t *testing.T) {
 		src := &scripted{strings.Repeat("pinned ", 20)}
 		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},

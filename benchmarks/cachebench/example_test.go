@@ -28,7 +28,7 @@ func Example() {
 	}
 	// Output:
 	// 20 turns, 26 requests
-	// anchored     hit ratio 0.85
+	// anchored     hit ratio 0.90
 	// single-band  hit ratio 0.00
 	// optimum      hit ratio 0.92
 }

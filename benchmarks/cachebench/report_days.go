@@ -117,7 +117,7 @@ func writeDays(b *strings.Builder, r *Result) {
 	b.WriteString("### Day changes\n\n")
 	fmt.Fprintf(b, "The requests of the shipped configuration whose calendar date differs from the previous request's: there the ledger's today moves on. "+
 		"Inside a burst means less than the cache lifetime (%s) after the previous request. The next request is the one after; "+
-		"after a pause it re-anchors on the cache miss the provider reported.\n\n", fmtMinutes(CacheLifetime))
+		"after a pause the epoch re-anchors on the resumption request itself (see below).\n\n", fmtMinutes(CacheLifetime))
 	b.WriteString("| provider | request | at | since previous | inside a burst | re-anchored | update from | update tokens | non-read / input | next request: re-anchor, non-read / input |\n")
 	b.WriteString("|---|---:|---|---:|---|---|---|---:|---:|---|\n")
 	for _, p := range AllProviders() {
@@ -171,22 +171,37 @@ func writeDays(b *strings.Builder, r *Result) {
 }
 
 // resumption is a request that follows a pause longer than the cache
-// lifetime, with the re-anchor on the next request.
+// lifetime: the cache has expired, so it writes the whole prompt whatever
+// the runtime does. What the runtime controls is whether the request
+// after it writes the prompt a second time.
 type resumption struct {
-	newDay   bool
-	moved    []string // pins the re-anchor moved
-	reanchor RequestLog
+	newDay bool
+	// where says where the epoch re-anchored: "on it" (the host said the
+	// cache was cold: cache-expired), "next" (on the miss the provider
+	// reported) or "no".
+	where  string
+	moved  []string // pins the re-anchor moved
+	at     RequestLog
+	second RequestLog // the request after it
 }
 
-// resumptions lists the series' requests after a pause whose next request
-// re-anchored.
+// resumptions lists the series' requests that follow a pause, with the
+// request after each.
 func resumptions(s *Series) []resumption {
 	var out []resumption
 	for i := 1; i+1 < len(s.Log); i++ {
 		l, n := s.Log[i], s.Log[i+1]
-		if l.Gap >= CacheLifetime && n.Reanchored {
-			out = append(out, resumption{newDay: l.Day != s.Log[i-1].Day, moved: n.AnchorChanged, reanchor: n})
+		if l.Gap < CacheLifetime {
+			continue
 		}
+		x := resumption{newDay: l.Day != s.Log[i-1].Day, where: "no", at: l, second: n}
+		switch {
+		case l.Reanchored:
+			x.where, x.moved = "on it", l.AnchorChanged
+		case n.Reanchored:
+			x.where, x.moved = "next", n.AnchorChanged
+		}
+		out = append(out, x)
 	}
 	return out
 }
@@ -198,23 +213,21 @@ func movedText(moved []string) string {
 	return strings.Join(moved, ", ")
 }
 
-// writeResumptions groups the shipped configuration's resumptions by
-// whether the date changed and by the pins the re-anchor moved, then
-// shows, in every configuration, the new-day resumptions whose re-anchor
-// moved no pin but the compared layer's: what the date alone costs.
 func writeResumptions(b *strings.Builder, r *Result) {
 	type key struct {
 		newDay bool
-		moved  string
+		where  string
 	}
-	type agg struct{ n, nonRead, input int }
+	type agg struct{ n, nonRead, input, secondNonRead, secondInput int }
 	b.WriteString("### Resumptions after a pause\n\n")
-	b.WriteString("The first request after a pause finds the cache expired and writes the whole prompt; the provider reports the miss and the runtime " +
-		"re-anchors on the next request. That re-anchor costs nothing when the fresh pins equal the old ones and no context update was " +
-		"published in the old epoch; otherwise the prompt is written a second time from the first pin that moved. " +
-		"The shipped configuration's resumptions, grouped by the pins the re-anchor moved:\n\n")
-	b.WriteString("| provider | new day | pins the re-anchor moved | resumptions | re-anchor requests' non-read / input |\n")
-	b.WriteString("|---|---|---|---:|---:|\n")
+	fmt.Fprintf(b, "The first request after a pause longer than the cache lifetime (%s) finds the cache expired and writes the whole prompt, whatever "+
+		"the runtime does. The host (here the harness, as agent.Agent does by default) tells the runtime so (Session.ExpectColdCache) and the "+
+		"epoch re-anchors on that request (cache-expired): whatever drifted during the pause is folded into the pins in the write that "+
+		"request pays anyway, and the request after it reads the cache. Without that signal the runtime learns of the miss only from "+
+		"the provider's report and re-anchors on the next request, writing the prompt a second time whenever a pin moved or an update "+
+		"was published before the pause. The shipped configuration's resumptions:\n\n", fmtMinutes(CacheLifetime))
+	b.WriteString("| provider | new day | re-anchored | resumptions | resumption requests' non-read / input | next requests' non-read / input |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|\n")
 	for _, p := range AllProviders() {
 		s := r.Get(Anchored, p)
 		if s == nil {
@@ -223,15 +236,17 @@ func writeResumptions(b *strings.Builder, r *Result) {
 		groups := map[key]*agg{}
 		var order []key
 		for _, x := range resumptions(s) {
-			k := key{newDay: x.newDay, moved: movedText(x.moved)}
+			k := key{newDay: x.newDay, where: x.where}
 			if groups[k] == nil {
 				groups[k] = &agg{}
 				order = append(order, k)
 			}
 			g := groups[k]
 			g.n++
-			g.nonRead += x.reanchor.NonRead()
-			g.input += x.reanchor.Usage.InputTokens()
+			g.nonRead += x.at.NonRead()
+			g.input += x.at.Usage.InputTokens()
+			g.secondNonRead += x.second.NonRead()
+			g.secondInput += x.second.Usage.InputTokens()
 		}
 		slices.SortFunc(order, func(a, c key) int {
 			if a.newDay != c.newDay {
@@ -240,38 +255,15 @@ func writeResumptions(b *strings.Builder, r *Result) {
 				}
 				return -1
 			}
-			return strings.Compare(a.moved, c.moved)
+			return strings.Compare(a.where, c.where)
 		})
 		for _, k := range order {
 			g := groups[k]
-			fmt.Fprintf(b, "| %s | %s | %s | %d | %s / %s |\n", p, yesNo(k.newDay), k.moved, g.n, thousands(float64(g.nonRead)), thousands(float64(g.input)))
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %s / %s | %s / %s |\n", p, yesNo(k.newDay), k.where, g.n,
+				thousands(float64(g.nonRead)), thousands(float64(g.input)), thousands(float64(g.secondNonRead)), thousands(float64(g.secondInput)))
 		}
 	}
 	b.WriteString("\n")
-	if len(r.Workload.Variants) == 0 {
-		return
-	}
-	layer := r.Workload.Variants[0].Layer
-	var rows []string
-	for _, p := range AllProviders() {
-		for _, s := range configs(r, p) {
-			for _, x := range resumptions(s) {
-				if !x.newDay || slices.ContainsFunc(x.moved, func(id string) bool { return id != layer }) {
-					continue
-				}
-				rows = append(rows, fmt.Sprintf("| %s | %s | %d | %s | %s | %s / %s |", configName(s), p, x.reanchor.Index,
-					x.reanchor.At.Format("Mon 15:04:05"), movedText(x.moved), thousands(float64(x.reanchor.NonRead())), thousands(float64(x.reanchor.Usage.InputTokens()))))
-			}
-		}
-	}
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "New-day resumptions whose re-anchor moved no pin but %s's, in every configuration: when the burst before the pause changed no layer, "+
-		"only the date can move a pin.\n\n", layer)
-	b.WriteString("| configuration | provider | re-anchor request | at | pins moved | non-read / input |\n|---|---|---:|---|---|---:|\n")
-	b.WriteString(strings.Join(rows, "\n"))
-	b.WriteString("\n\n")
 }
 
 func yesNo(v bool) string {

@@ -634,6 +634,14 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 		}
 		for r, rd := range tr.rounds {
 			w.now = now
+			if feedback && r == 0 {
+				// As agent.Agent does by default: a turn that starts
+				// after the cache lifetime tells the runtime the cache
+				// is already lost.
+				if last, ok := sess.LastCacheReport(); ok && now.Sub(last.At) > CacheLifetime {
+					sess.ExpectColdCache()
+				}
+			}
 			start := time.Now()
 			view, err := sess.Assemble(ctx)
 			if err != nil {
@@ -677,7 +685,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				if feedback {
 					u := req.Usage
 					sess.ReportCache(core.CacheReport{Reported: true, ReadTokens: u.ReadTokens,
-						WriteTokens: u.WriteTokens(), UncachedTokens: u.UncachedTokens, FirstRound: r == 0})
+						WriteTokens: u.WriteTokens(), UncachedTokens: u.UncachedTokens, FirstRound: r == 0, At: now})
 				}
 				if opts.OnRequest != nil {
 					opts.OnRequest(req)

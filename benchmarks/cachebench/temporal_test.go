@@ -15,9 +15,10 @@ import (
 // benchmarks/results/cache-stability.md for the full run).
 const (
 	// temporalShareFloor: the shipped ledger's hit ratio as a share of the
-	// optimum's (0.87-0.89 measured at 30, 60 and 200 turns; the optimum
+	// optimum's (0.94-0.96 measured at 30 and 200 turns with the
+	// host's cold-cache signal, 0.87-0.89 before it; the optimum
 	// has no TTL, the script pauses for hours between bursts).
-	temporalShareFloor = 0.84
+	temporalShareFloor = 0.90
 	// temporalWarmFactor: the shipped ledger's warm non-read per request is
 	// at most this share of the live configurations' (0.23-0.30 measured).
 	temporalWarmFactor = 0.5
@@ -180,12 +181,8 @@ func updateTokens(s *cachebench.Series, layer string) int {
 }
 
 // checkTemporalFigures asserts the floor, the margins over the
-// alternatives and the cost of a day change inside a burst. The billed
-// comparison with the humanized (anchored) configuration is made on the
-// full run only: on a short one, one of its update-pressure re-anchors can
-// land on a request that missed the cache anyway and save the second
-// prompt write the shipped configuration's cache-miss re-anchor pays (see
-// the report's resumptions).
+// alternatives (billed and hit ratio included) and the cost of a day
+// change inside a burst.
 func checkTemporalFigures(t *testing.T, res *cachebench.Result, full bool) {
 	t.Helper()
 	for _, p := range cachebench.AllProviders() {
@@ -219,9 +216,6 @@ func checkTemporalFigures(t *testing.T, res *cachebench.Result, full bool) {
 			}
 			if warm > factor*altWarm {
 				t.Errorf("%s: shipped warm non-read %.0f per request, %s %.0f: want at most %.2fx", p, warm, v, altWarm, factor)
-			}
-			if v == cachebench.VariantHumanized && !full {
-				continue
 			}
 			if shipped.Totals.BaseEquivalent >= alt.Totals.BaseEquivalent || shipped.Totals.HitRatio() <= alt.Totals.HitRatio() {
 				t.Errorf("%s: shipped billed %.0f at hit ratio %.3f, %s %.0f at %.3f", p, shipped.Totals.BaseEquivalent, shipped.Totals.HitRatio(),

@@ -85,8 +85,15 @@
 // ("Today is now 2026-12-01 ... each is 1 day older; their dates are
 // exact"), because every line also carries its exact ISO date. In
 // practice the first turn of a new day usually follows a pause longer
-// than the provider's cache lifetime, so the runtime re-anchors on the
-// cache miss and the daily change costs nothing extra. Options.Location
+// than the provider's cache lifetime: the host tells the runtime the cache
+// is cold (agent.Agent does by default, see core.Session.ExpectColdCache),
+// the epoch re-anchors on that request, and the daily change costs
+// nothing beyond the write the expired cache costs anyway. Measured on the
+// cache benchmark's temporal-days workload (benchmarks/results/
+// cache-stability.md): after an overnight pause the request following the
+// resumption reads all but 386 of 44,084 tokens; before the host signal
+// existed, the runtime re-anchored on the reported miss and that request
+// wrote all 44,084 again. Options.Location
 // says whose midnight it is. The alternative, absolute dates only with a
 // live "today is" line, would leave the model to do the date arithmetic
 // the issue asks the ledger to do for it.
