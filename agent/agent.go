@@ -8,6 +8,8 @@
 // and when a turn starts after the provider's cache lifetime
 // (Options.CacheLifetime) it tells the runtime the cache is cold, so the
 // epoch re-anchors on that request instead of writing the prompt twice.
+// An answer the output cap cut off (provider.Response.Truncated) ends the
+// turn with StopTruncated rather than passing for a finished one.
 //
 // Everything it does goes through core.Session, so a host that wants its
 // own loop can copy the forty lines of Turn.
@@ -35,12 +37,19 @@ type Options struct {
 	// MaxOutputTokens is passed to the model; zero uses its default.
 	MaxOutputTokens int
 	// Retries is how often a retryable provider error (429, 5xx, timeout)
-	// is retried per round, honouring the provider's retry-after advice;
-	// zero means 2, negative means none.
+	// is retried per round, honouring the provider's retry-after advice
+	// up to MaxRetryWait; zero means 2, negative means none.
 	Retries int
 	// Backoff is the wait before the first retry when the provider gives
 	// no advice, doubled each time; zero means one second.
 	Backoff time.Duration
+	// MaxRetryWait caps every wait before a retry, the provider's
+	// retry-after advice and the doubled backoff alike, so a buggy or
+	// hostile header cannot stall the turn for hours; a retry after the
+	// cap that fails again ends the turn with the provider's error (whose
+	// RetryAfter still holds the advice). Zero means one minute; negative
+	// is refused.
+	MaxRetryWait time.Duration
 	// Sleep waits between retries; nil means a context-aware timer. Tests
 	// inject a fake.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -49,9 +58,13 @@ type Options struct {
 	// session's last model call, the cache is already lost, and the loop
 	// tells the runtime (core.Session.ExpectColdCache) so the turn's one
 	// full write also refreshes the anchored layers, instead of a second
-	// full write on the next request. Zero means 5 minutes, the default
-	// lifetime of Anthropic's and OpenAI's caches (set one hour if you
-	// ask Anthropic for the 1h cache); negative turns it off.
+	// full write on the next request. Set it to the lifetime your
+	// provider is configured for. Zero means 5 minutes: Anthropic's
+	// default TTL (set one hour with its 1h cache), and the least OpenAI
+	// documents for its in-memory cache, which it may keep longer and
+	// offers extended retention for (set that lifetime if you use it).
+	// Too short a lifetime re-anchors a cache that was still warm; too
+	// long misses the saving. Negative turns it off.
 	CacheLifetime time.Duration
 	// Now is the clock the loop stamps model calls with; nil means
 	// time.Now. Tests and simulations inject their own.
@@ -70,6 +83,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.MaxRounds < 0 {
 		return nil, &core.ConfigError{Code: core.CodeInvalidRun, Field: "Options.MaxRounds", Reason: "negative"}
+	}
+	if opts.MaxRetryWait < 0 {
+		return nil, &core.ConfigError{Code: core.CodeInvalidRun, Field: "Options.MaxRetryWait", Reason: "negative"}
+	}
+	if opts.MaxRetryWait == 0 {
+		opts.MaxRetryWait = DefaultMaxRetryWait
 	}
 	if opts.MaxRounds == 0 {
 		opts.MaxRounds = 16
@@ -92,11 +111,21 @@ func New(opts Options) (*Agent, error) {
 	return &Agent{opts: opts}, nil
 }
 
+// DefaultMaxRetryWait is the longest wait before a retry when
+// Options.MaxRetryWait is zero.
+const DefaultMaxRetryWait = time.Minute
+
 // Stop reasons of a turn.
 const (
 	StopNoToolCalls = "no_tool_calls"
 	StopMaxRounds   = "max_rounds"
 	StopUntil       = "until"
+	// StopTruncated: the output cap cut the model's answer
+	// (provider.Response.Truncated). The complete calls of that round
+	// ran, so every recorded call has its output; the call the cap cut
+	// off never reached the log (the adapter dropped it). Raise
+	// Options.MaxOutputTokens, or run another turn to let the model go on.
+	StopTruncated = "truncated"
 )
 
 // Result reports one turn.
@@ -133,7 +162,8 @@ func (r *Result) Text() string {
 }
 
 // Turn appends the input (a user message, usually) and runs rounds until
-// the model stops calling tools. A provider error ends the turn with that
+// the model stops calling tools (or its answer was truncated, see
+// StopTruncated). A provider error ends the turn with that
 // error after the retries; what was recorded before stays consistent:
 // every function call in the log has its output.
 func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (*Result, error) {
@@ -199,6 +229,12 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 		if callErr != nil {
 			return res, callErr
 		}
+		if resp.Truncated {
+			// The model did not finish: going round again would treat a
+			// cut answer as done, or run into the same cap.
+			res.Stop = StopTruncated
+			return res, nil
+		}
 		if a.opts.Until != nil && a.opts.Until(round, resp.Items) {
 			res.Stop = StopUntil
 			return res, nil
@@ -242,10 +278,11 @@ func (a *Agent) respond(ctx context.Context, req provider.Request) (*provider.Re
 		if perr.RetryAfter > 0 {
 			wait = perr.RetryAfter
 		}
+		wait = min(wait, a.opts.MaxRetryWait)
 		if err := a.opts.Sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("agent: waiting to retry: %w", err)
 		}
-		backoff *= 2
+		backoff = min(backoff*2, a.opts.MaxRetryWait) // never overflows
 	}
 }
 

@@ -291,3 +291,68 @@ func TestColdCacheAfterIdle(t *testing.T) {
 	}
 	t.Logf("tokens written after the idle time: %d with the lifetime, %d without", wOn, wOff)
 }
+
+// A provider's retry-after advice is capped (one minute by default,
+// Options.MaxRetryWait), so a buggy or hostile header cannot hold the
+// loop for hours; the exponential backoff is capped the same way.
+func TestRetryWaitIsCapped(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := core.NewRuntime(core.Config{})
+	for _, tc := range []struct {
+		max  time.Duration
+		want []time.Duration
+	}{
+		{0, []time.Duration{time.Minute, time.Minute, time.Minute}},
+		{10 * time.Second, []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second}},
+	} {
+		var waits []time.Duration
+		sleep := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+		f := &flaky{errs: []error{
+			&provider.Error{Provider: "x", StatusCode: 429, Retryable: true, RetryAfter: 5 * time.Hour},
+			&provider.Error{Provider: "x", StatusCode: 503, Retryable: true},
+			&provider.Error{Provider: "x", StatusCode: 503, Retryable: true},
+		}}
+		a, err := agent.New(agent.Options{Model: f, Sleep: sleep, Retries: 3, Backoff: 40 * time.Second, MaxRetryWait: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := rt.Start(ctx, core.RunOptions{})
+		if res, err := a.Turn(ctx, s, core.UserMessage("hi")); err != nil || res.Text() != "finally" {
+			t.Fatalf("res = %+v, err = %v", res, err)
+		}
+		if fmt.Sprint(waits) != fmt.Sprint(tc.want) {
+			t.Fatalf("MaxRetryWait %v: waits = %v, want %v", tc.max, waits, tc.want)
+		}
+	}
+	if _, err := agent.New(agent.Options{Model: &flaky{}, MaxRetryWait: -time.Second}); err == nil {
+		t.Fatal("a negative MaxRetryWait was accepted")
+	}
+}
+
+// truncating answers with text and a complete call, cut by the output
+// cap (the adapter has already dropped the call the cap cut off).
+type truncating struct{ calls int }
+
+func (m *truncating) Respond(context.Context, provider.Request) (*provider.Response, error) {
+	m.calls++
+	return &provider.Response{StopReason: "max_tokens", Truncated: true, Items: []core.Item{
+		core.AssistantMessage("Counting up, then"), core.FunctionCall("a", "counter/inc", `{"by":1}`)}}, nil
+}
+
+// A truncated answer ends the turn with StopTruncated: its complete calls
+// run (every recorded call gets its output), but the loop does not go on
+// as if the model had finished.
+func TestTruncatedAnswerEndsTurn(t *testing.T) {
+	ctx := context.Background()
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{counterLayer()}})
+	m := &truncating{}
+	a, _ := agent.New(agent.Options{Model: m})
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	res, err := a.Turn(ctx, s, core.UserMessage("go"))
+	if err != nil || res.Stop != agent.StopTruncated || m.calls != 1 || len(res.Rounds[0].ToolOutputs) != 1 {
+		t.Fatalf("stop = %q, rounds = %d, err = %v, model calls = %d", res.Stop, len(res.Rounds), err, m.calls)
+	}
+	if st, _ := core.State[counter](s, "counter"); st.N != 1 {
+		t.Fatalf("counter = %d: the complete call did not run", st.N)
+	}
+}

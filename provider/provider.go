@@ -27,7 +27,8 @@ type Request struct {
 	// View is the assembled input: items by band, tools, breakpoints.
 	View *core.View
 	// ThreadID keys provider-side prompt caching where it exists (OpenAI
-	// prompt_cache_key).
+	// prompt_cache_key, which the adapter hashes when the id is longer
+	// than the key's 64 characters).
 	ThreadID string
 	// MaxOutputTokens caps the answer; zero uses the adapter's default.
 	MaxOutputTokens int
@@ -45,6 +46,16 @@ type Response struct {
 	InputTokens, OutputTokens int
 	// StopReason is the provider's reason, e.g. "end_turn", "tool_use".
 	StopReason string
+	// Truncated is true when the answer stopped at the output cap
+	// (Anthropic stop_reason "max_tokens" or
+	// "model_context_window_exceeded", OpenAI finish_reason "length" or
+	// an incomplete response for max_output_tokens). The model did not
+	// finish: a function call the cap cut off has already been dropped
+	// from Items, since its arguments are unfinished (or were replaced by
+	// the SDK) and running it would act on half a request; the calls
+	// before it are complete. Callers should not carry on as if the model
+	// had ended its turn; package agent ends the turn with StopTruncated.
+	Truncated bool
 	// Model is the model that answered.
 	Model string
 }

@@ -166,6 +166,18 @@ func (m *Model) stream(ctx context.Context, params sdk.MessageNewParams) (*sdk.M
 // toResponse turns a Messages answer into items and cache figures.
 func toResponse(msg *sdk.Message, names wirename.Table) (*provider.Response, error) {
 	resp := &provider.Response{StopReason: string(msg.StopReason), Model: string(msg.Model)}
+	// The output cap (or the context window) stopped the answer.
+	resp.Truncated = msg.StopReason == sdk.StopReasonMaxTokens || msg.StopReason == sdk.StopReasonModelContextWindowExceeded
+	blocks := msg.Content
+	if n := len(blocks); resp.Truncated && n > 0 && blocks[n-1].Type == "tool_use" {
+		// The cap cut this call while its input was being written. A
+		// streamed answer cannot show it: the SDK replaces unfinished
+		// input with {} when the block stops, which is also what a call
+		// without arguments sends. Anthropic documents a trailing
+		// tool_use at max_tokens as incomplete, so it is dropped rather
+		// than run on half its arguments.
+		blocks = blocks[:n-1]
+	}
 	var text []core.Part
 	flush := func() {
 		if len(text) > 0 {
@@ -173,10 +185,12 @@ func toResponse(msg *sdk.Message, names wirename.Table) (*provider.Response, err
 			text = nil
 		}
 	}
-	for _, blk := range msg.Content {
+	for _, blk := range blocks {
 		switch blk.Type {
 		case "text":
-			if blk.Text != "" {
+			// Whitespace-only blocks are not kept: replayed, the API
+			// would reject them.
+			if hasText(blk.Text) {
 				text = append(text, core.Part{Type: "output_text", Text: blk.Text})
 			}
 		case "tool_use":

@@ -43,7 +43,9 @@
 //     Messages API has no developer role, and its system prompt must stay
 //     put for the cache.
 //   - User and assistant messages become text blocks of their role; empty
-//     parts are dropped (the API rejects empty text blocks).
+//     and whitespace-only parts are dropped, in the system prompt and
+//     tool results too (the API rejects them with 400 "text content
+//     blocks must contain non-whitespace text").
 //   - A function_call becomes an assistant tool_use block (id = call id,
 //     input = the parsed arguments, which must be a JSON object); a
 //     function_call_output becomes a user tool_result block.
@@ -51,8 +53,15 @@
 //     API requires alternating roles. An assistant message followed by its
 //     calls therefore becomes one assistant message with text and tool_use
 //     blocks, and parallel outputs one user message of tool_results.
+//   - The first message must be the user's. When it would be the
+//     assistant's (history windowed and no anchor band before it), a fixed
+//     user block goes first: "<system-reminder>The conversation continues
+//     from earlier messages.</system-reminder>" (with newlines inside the
+//     tags), the same every time so the cached prefix does not move.
 //   - Tools: every FunctionSpec becomes a tool whose input_schema is its
-//     Parameters, sent as they are.
+//     Parameters, sent as they are. The schema must be an object with
+//     "type": "object", as the API requires; any other fails with
+//     ErrInvalidRequest naming the tool.
 //
 // # Tool names
 //
@@ -86,6 +95,17 @@
 // which lets the runtime mark the provider blind. FirstRound is left to
 // the caller, who knows which call of the turn this was.
 //
+// # Truncated answers
+//
+// When the output cap stops the answer (stop_reason "max_tokens", or
+// "model_context_window_exceeded"), Response.Truncated is set. A tool_use
+// block at the end of such an answer was cut while its input was being
+// written, and is dropped: streamed, the SDK replaces the unfinished input
+// with {}, indistinguishable from a call without arguments, and Anthropic
+// documents that block as incomplete. Text and the calls before it are
+// kept. Whitespace-only text blocks of an answer are dropped as well, so
+// a replay never sends them.
+//
 // # Errors and retries
 //
 // A failed call returns no Response and a *provider.Error: the HTTP
@@ -109,7 +129,5 @@
 // # Compatible servers
 //
 // Options.BaseURL (or ANTHROPIC_BASE_URL) points the client at any server
-// that speaks the Messages API. The first message may be an assistant
-// message when history was windowed: the Anthropic API accepts that, some
-// gateways (Bedrock) do not.
+// that speaks the Messages API.
 package anthropic

@@ -14,8 +14,9 @@ import (
 )
 
 // ErrInvalidRequest is wrapped by the errors of a view the adapter cannot
-// turn into a request: no view, no messages, tools whose names collide,
-// function-call arguments that are not a JSON object.
+// turn into a request: no view, no messages, tools whose names collide or
+// whose parameters are not a schema of "type": "object", function-call
+// arguments that are not a JSON object.
 var ErrInvalidRequest = errors.New("anthropic: invalid request")
 
 // OptionError reports invalid Options, naming the field.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -52,7 +53,17 @@ func (b *requestBuilder) content(msg int) *[]sdk.ContentBlockParamUnion {
 	return &b.msgs[msg].OfAssistant.Content
 }
 
+// continuation opens the messages when the first one would be the
+// assistant's (history windowed, no anchor band): the Messages API
+// answers 400 "first message must use the user role". It is fixed text,
+// so the cached prefix stays the same from one request to the next.
+const continuation = reminderOpen + "The conversation continues from earlier messages." + reminderClose
+
 func (b *requestBuilder) add(assistant bool, block sdk.ContentBlockParamUnion) {
+	if assistant && len(b.msgs) == 0 {
+		b.msgs = append(b.msgs, sdk.MessageParam{OfUser: &sdk.UserMessageParam{
+			Content: []sdk.ContentBlockParamUnion{{OfText: &sdk.TextBlockParam{Text: continuation}}}}})
+	}
 	n := len(b.msgs)
 	if n == 0 || (b.msgs[n-1].OfAssistant != nil) != assistant {
 		if assistant {
@@ -104,8 +115,16 @@ func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParam
 		if len(schema) == 0 {
 			schema = []byte(`{"type":"object"}`)
 		}
-		if !json.Valid(schema) || schema[0] != '{' {
+		var top struct {
+			Type any `json:"type"`
+		}
+		if !json.Valid(schema) || schema[0] != '{' || json.Unmarshal(schema, &top) != nil {
 			return p, nil, fmt.Errorf("%w: tool %q: parameters are not a JSON schema object", ErrInvalidRequest, t.Name)
+		}
+		if top.Type != "object" {
+			// The API requires input_schema.type "object"; say so before
+			// sending rather than get a 400 back.
+			return p, nil, fmt.Errorf(`%w: tool %q: parameters must be a schema of "type": "object", got "type": %v`, ErrInvalidRequest, t.Name, jsonText(top.Type))
 		}
 		tool := sdk.ToolParam{Name: WireName(t.Name), InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(schema))}
 		if t.Description != "" {
@@ -163,19 +182,18 @@ func (b *requestBuilder) addItem(band core.Band, it core.Item) error {
 		switch {
 		case band == core.BandSystem && (it.Role == core.RoleSystem || it.Role == core.RoleDeveloper):
 			for _, part := range it.Content {
-				if part.Text != "" {
+				if hasText(part.Text) {
 					b.addSystem(part.Text)
 				}
 			}
 		case it.Role == core.RoleUser || it.Role == core.RoleAssistant:
 			for _, part := range it.Content {
-				// The API rejects empty text blocks.
-				if part.Text != "" {
+				if hasText(part.Text) {
 					b.addText(it.Role == core.RoleAssistant, part.Text)
 				}
 			}
 		case it.Role == core.RoleSystem || it.Role == core.RoleDeveloper:
-			if text := it.Text(); text != "" {
+			if text := it.Text(); hasText(text) {
 				b.addText(false, reminderOpen+text+reminderClose)
 			}
 		default:
@@ -189,7 +207,7 @@ func (b *requestBuilder) addItem(band core.Band, it core.Item) error {
 		b.add(true, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: it.CallID, Name: WireName(it.Name), Input: input}})
 	case core.TypeFunctionCallOutput:
 		res := &sdk.ToolResultBlockParam{ToolUseID: it.CallID}
-		if it.Output != "" {
+		if hasText(it.Output) {
 			res.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: it.Output}}}
 		}
 		b.add(false, sdk.ContentBlockParamUnion{OfToolResult: res})
@@ -198,6 +216,17 @@ func (b *requestBuilder) addItem(band core.Band, it core.Item) error {
 	}
 	return nil
 }
+
+// jsonText renders a decoded JSON value for an error message.
+func jsonText(v any) string {
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
+
+// hasText reports whether text may be sent as a text block: the API
+// rejects empty and whitespace-only ones with 400 "text content blocks
+// must contain non-whitespace text", inside tool results too.
+func hasText(text string) bool { return strings.TrimSpace(text) != "" }
 
 // toolInput is a function call's arguments as the tool_use input object.
 // Empty arguments are the empty object.

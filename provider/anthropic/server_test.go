@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -32,7 +33,11 @@ type fakeAnthropic struct {
 
 // fakeReply is the content of one answer.
 type fakeReply struct {
-	blocks     []map[string]any // "text" or "tool_use" content blocks
+	// blocks are "text" or "tool_use" content blocks. A tool_use with a
+	// "partial" string was cut by the output cap: streamed, its
+	// input_json_delta pieces are that unfinished JSON; answered whole, it
+	// carries its "input".
+	blocks     []map[string]any
 	stopReason string
 	// streamErr, when set, is sent as an SSE error event after the first
 	// content block (streaming requests only).
@@ -73,6 +78,10 @@ func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request, got pt.Re
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "body is not JSON")
 		return
 	}
+	if msg := checkRequest(req); msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		return
+	}
 	model, _ := req["model"].(string)
 	blocks, err := simBlocks(req)
 	if err != nil {
@@ -104,8 +113,18 @@ func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request, got pt.Re
 		f.writeStream(w, id, model, rep, u, out)
 		return
 	}
+	// A cut-off tool_use carries the input the server could parse.
+	content := make([]map[string]any, len(rep.blocks))
+	for i, b := range rep.blocks {
+		content[i] = map[string]any{}
+		for k, v := range b {
+			if k != "partial" {
+				content[i][k] = v
+			}
+		}
+	}
 	msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
-		"content": rep.blocks, "stop_reason": rep.stopReason, "stop_sequence": nil, "usage": u}
+		"content": content, "stop_reason": rep.stopReason, "stop_sequence": nil, "usage": u}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("request-id", "req_"+id)
 	_ = json.NewEncoder(w).Encode(msg)
@@ -149,6 +168,10 @@ func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep
 			send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
 			input, _ := json.Marshal(b["input"])
+			if partial, ok := b["partial"].(string); ok {
+				// The output cap cut the call: its JSON never closes.
+				input = []byte(partial)
+			}
 			for _, piece := range pt.Split(string(input)) {
 				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
@@ -166,6 +189,47 @@ func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep
 	send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": rep.stopReason, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
 	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// checkRequest applies the Messages API's rules a JSON schema cannot
+// express and the real API answers with 400: the first message is the
+// user's, and no text block (system, message or inside a tool_result) is
+// empty or whitespace only. It returns the API's message, "" when the
+// request passes.
+func checkRequest(req map[string]any) string {
+	blank := func(v any) bool {
+		b, _ := v.(map[string]any)
+		text, _ := b["text"].(string)
+		return b["type"] == "text" && strings.TrimSpace(text) == ""
+	}
+	if sys, ok := req["system"].([]any); ok {
+		for _, b := range sys {
+			if blank(b) {
+				return "system: text content blocks must contain non-whitespace text"
+			}
+		}
+	}
+	msgs, _ := req["messages"].([]any)
+	if len(msgs) > 0 {
+		if first, _ := msgs[0].(map[string]any); first["role"] != "user" {
+			return `messages: first message must use the "user" role`
+		}
+	}
+	for _, m := range msgs {
+		blocks, _ := m.(map[string]any)["content"].([]any)
+		for _, b := range blocks {
+			if blank(b) {
+				return "messages: text content blocks must contain non-whitespace text"
+			}
+			inner, _ := b.(map[string]any)["content"].([]any)
+			for _, c := range inner {
+				if blank(c) {
+					return "messages: text content blocks must contain non-whitespace text"
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {

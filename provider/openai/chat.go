@@ -63,7 +63,14 @@ func (m *Model) layoutChat(v *core.View) (*chatRequest, error) {
 					}
 				}
 			}
-			if len(parts) > 0 {
+			if n := len(r.msgs); n > 0 && role == "assistant" && len(r.msgs[n-1].calls) > 0 {
+				// Text after a call in one assistant turn ([text, tool_use,
+				// text], as Claude writes): a message of its own would come
+				// between the tool_calls and their tool messages, which the
+				// API rejects. It joins the message with the calls, whose
+				// content the model wrote in the same turn.
+				r.msgs[n-1].parts = append(r.msgs[n-1].parts, parts...)
+			} else if len(parts) > 0 {
 				r.add(chatMsg{role: role, parts: parts})
 			}
 		case core.TypeFunctionCall:
@@ -203,7 +210,7 @@ func (m *Model) chatParams(req provider.Request, maxTokens int) (sdk.ChatComplet
 		}
 	}
 	if req.ThreadID != "" && !m.opts.NoCacheKey {
-		p.PromptCacheKey = param.NewOpt(req.ThreadID)
+		p.PromptCacheKey = param.NewOpt(cacheKey(req.ThreadID))
 	}
 	if m.opts.Stream {
 		p.StreamOptions.IncludeUsage = param.NewOpt(true)
@@ -271,7 +278,7 @@ func chatResponse(cc *sdk.ChatCompletion, names wirename.Table) (*provider.Respo
 		return nil, fmt.Errorf("%w: the completion has no choices", errIncompleteStream)
 	}
 	choice := cc.Choices[0]
-	resp := &provider.Response{StopReason: choice.FinishReason, Model: cc.Model}
+	resp := &provider.Response{StopReason: choice.FinishReason, Model: cc.Model, Truncated: choice.FinishReason == "length"}
 	text := choice.Message.Content
 	if text == "" {
 		text = choice.Message.Refusal
@@ -280,7 +287,13 @@ func chatResponse(cc *sdk.ChatCompletion, names wirename.Table) (*provider.Respo
 		resp.Items = append(resp.Items, core.Item{Type: core.TypeMessage, Role: core.RoleAssistant,
 			Content: []core.Part{{Type: "output_text", Text: text}}})
 	}
-	for _, tc := range choice.Message.ToolCalls {
+	calls := choice.Message.ToolCalls
+	if n := len(calls); resp.Truncated && n > 0 && !completeArgs(calls[n-1].Function.Arguments) {
+		// The cap cut the last call while its arguments were being
+		// written: it must not run on half of them.
+		calls = calls[:n-1]
+	}
+	for _, tc := range calls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}

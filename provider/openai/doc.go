@@ -42,7 +42,13 @@
 // that role, with string content (text parts when an item has several
 // parts or a part carries a cache marker); an assistant message and the
 // function calls after it become one assistant message with tool_calls;
-// each function_call_output a tool message.
+// each function_call_output a tool message. Assistant text that follows a
+// call in the same turn (text, call, text, as Claude writes and a replay
+// carries) joins that message too: the API requires the message with
+// tool_calls to be followed directly by its tool messages.
+//
+// Tool parameters must be a JSON schema of "type": "object", as both APIs
+// require; any other fails with ErrInvalidRequest naming the tool.
 //
 // Developer messages travel as role "developer" by default. Servers whose
 // chat templates know no such role take DeveloperAsSystem, or
@@ -58,7 +64,9 @@
 //
 // OpenAI caches prompt prefixes by itself. The adapter sends the thread id
 // as prompt_cache_key (Options.NoCacheKey turns it off), so one thread's
-// requests meet the same cache. Two opt-in markers place the view's
+// requests meet the same cache. The key takes at most 64 characters: a
+// longer thread id is sent as "s_" and the first 62 hex digits of its
+// SHA-256, stable for the thread. Two opt-in markers place the view's
 // breakpoints (the ends of the system prompt, the anchor band and
 // history, never after the live band), each on the last input text at or
 // before the breakpoint's item — assistant output cannot carry one:
@@ -89,12 +97,22 @@
 // A failed call returns no Response and a *provider.Error: the HTTP
 // status, Retryable for 408, 429 and 5xx, timeouts and broken connections
 // or streams (x-should-retry overrides), RetryAfter from retry-after-ms or
-// retry-after. Errors inside a stream (an {"error": …} chunk, whose code
+// retry-after. insufficient_quota is final although it comes as a 429:
+// waiting does not refill the account. Errors inside a stream (an {"error": …} chunk, whose code
 // may be a number on gateways; response.failed; an error event) map to
 // the status their code stands for. By default the SDK does not retry
 // (Options.MaxRetries = 0); Options.Timeout bounds a call through its
 // context. A view the adapter cannot send fails with ErrInvalidRequest
 // before anything is sent.
+//
+// # Truncated answers
+//
+// When the output cap stops the answer (Chat finish_reason "length",
+// Responses status "incomplete" for max_output_tokens), Response.Truncated
+// is set, and a function call at its end whose arguments are not a whole
+// JSON object (or, on Responses, whose status is "incomplete") is
+// dropped: it was cut while being written and must not run. Text and the
+// calls before it are kept.
 //
 // # Streaming
 //

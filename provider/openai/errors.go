@@ -17,7 +17,7 @@ import (
 
 // ErrInvalidRequest is wrapped by the errors of a view the adapter cannot
 // turn into a request: no view, an empty view, tools whose names collide,
-// tool parameters that are not a JSON schema object.
+// tool parameters that are not a JSON schema of "type": "object".
 var ErrInvalidRequest = errors.New("openai: invalid request")
 
 // OptionError reports invalid Options, naming the field.
@@ -52,6 +52,11 @@ var codeStatus = map[string]int{
 	"invalid_prompt":          http.StatusBadRequest,
 	"context_length_exceeded": http.StatusBadRequest,
 }
+
+// finalCodes are error codes whose status says "retry" but for which a
+// retry cannot succeed: insufficient_quota arrives as a 429, yet waiting
+// does not refill the account.
+var finalCodes = map[string]bool{"insufficient_quota": true}
 
 // streamFailure is an error reported inside a stream: an SSE error event,
 // a response.failed event, or an {"error": …} chunk.
@@ -117,6 +122,9 @@ func toError(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &apiErr):
 		httperr.FromHTTP(e, apiErr.StatusCode, apiErr.Message, apiErr.RawJSON(), apiErr.Response, time.Now())
+		if finalCodes[apiErr.Code] || finalCodes[apiErr.Type] {
+			e.Retryable, e.RetryAfter = false, 0
+		}
 	case errors.As(err, &se):
 		sf = parseStreamError(se.Event.Data)
 		fallthrough
@@ -128,7 +136,7 @@ func toError(ctx context.Context, err error) error {
 		}
 		// An unknown failure inside a stream that had started is most
 		// likely the server's; a known client error is final.
-		e.Retryable = e.StatusCode == 0 || httperr.RetryableStatus(e.StatusCode)
+		e.Retryable = (e.StatusCode == 0 || httperr.RetryableStatus(e.StatusCode)) && !finalCodes[sf.code]
 	default:
 		httperr.FromFailure(ctx, e, err, errIncompleteStream)
 	}

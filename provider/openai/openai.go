@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -109,7 +111,8 @@ type Options struct {
 	CacheControl bool
 	// NoCacheKey leaves prompt_cache_key out, for servers that reject
 	// unknown fields. By default the thread id is sent as the key, so a
-	// thread's requests are routed to the same cache.
+	// thread's requests are routed to the same cache; an id over 64 bytes,
+	// the key's limit, is sent as a stable hash of it.
 	NoCacheKey bool
 	// HTTPClient replaces the SDK's HTTP client.
 	HTTPClient *http.Client
@@ -254,7 +257,35 @@ func schemaObject(t core.FunctionSpec) (map[string]any, error) {
 	if err := dec.Decode(&schema); err != nil || schema == nil {
 		return nil, fmt.Errorf("%w: tool %q: parameters are not a JSON schema object", ErrInvalidRequest, t.Name)
 	}
+	if schema["type"] != "object" {
+		// Both APIs require it ("schema must be a JSON Schema of 'type:
+		// "object"'"); say so before sending rather than get a 400 back.
+		got, _ := json.Marshal(schema["type"])
+		return nil, fmt.Errorf(`%w: tool %q: parameters must be a schema of "type": "object", got "type": %s`, ErrInvalidRequest, t.Name, got)
+	}
 	return schema, nil
+}
+
+// maxCacheKey is the longest prompt_cache_key OpenAI accepts; a longer
+// one is refused with 400 string_above_max_length.
+const maxCacheKey = 64
+
+// cacheKey is the prompt_cache_key for a thread: its id when that fits,
+// else "s_" and the start of the hex SHA-256 of the id, 64 bytes in all,
+// the same for every request of the thread.
+func cacheKey(threadID string) string {
+	if len(threadID) <= maxCacheKey {
+		return threadID
+	}
+	sum := sha256.Sum256([]byte(threadID))
+	return ("s_" + hex.EncodeToString(sum[:]))[:maxCacheKey]
+}
+
+// completeArgs reports whether a function call's arguments are a whole
+// JSON object, as opposed to arguments the output cap cut off.
+func completeArgs(args string) bool {
+	raw := strings.TrimSpace(args)
+	return raw != "" && raw[0] == '{' && json.Valid([]byte(raw))
 }
 
 // cacheReport reads OpenAI-style usage: the prompt count includes the

@@ -106,7 +106,7 @@ func (m *Model) responsesParams(req provider.Request, maxTokens int) (responses.
 		p.MaxOutputTokens = param.NewOpt(int64(maxTokens))
 	}
 	if req.ThreadID != "" && !m.opts.NoCacheKey {
-		p.PromptCacheKey = param.NewOpt(req.ThreadID)
+		p.PromptCacheKey = param.NewOpt(cacheKey(req.ThreadID))
 	}
 	return p, nil
 }
@@ -161,7 +161,14 @@ func responsesResponse(r *responses.Response, names wirename.Table) (*provider.R
 	if r.Status == "incomplete" && r.IncompleteDetails.Reason != "" {
 		resp.StopReason = r.IncompleteDetails.Reason
 	}
-	for _, out := range r.Output {
+	output := r.Output
+	resp.Truncated = r.Status == "incomplete" && r.IncompleteDetails.Reason == "max_output_tokens"
+	if n := len(output); resp.Truncated && n > 0 && output[n-1].Type == "function_call" &&
+		(output[n-1].Status == "incomplete" || !completeArgs(output[n-1].Arguments.OfString)) {
+		// The cap cut this call while its arguments were being written.
+		output = output[:n-1]
+	}
+	for _, out := range output {
 		switch out.Type {
 		case "message":
 			var parts []core.Part

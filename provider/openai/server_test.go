@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -28,6 +30,9 @@ type fakeOpenAI struct {
 	// omitDetails leaves prompt_tokens_details / input_tokens_details out
 	// of usage, as some compatible servers do.
 	omitDetails bool
+	// errCode, when set, is the type and code of the Failure answers
+	// (e.g. "insufficient_quota"), else they follow the status.
+	errCode string
 }
 
 type fakeReply struct {
@@ -37,6 +42,13 @@ type fakeReply struct {
 	streamErr bool
 	// cut ends a stream before its terminal event.
 	cut bool
+	// truncated answers as the output cap does: finish_reason "length",
+	// or status "incomplete" for max_output_tokens with the last call
+	// incomplete. The calls' args are sent as given, cut or not.
+	truncated bool
+	// streamErrCode is the code of the streamErr failure ("server_error"
+	// on Responses, a numeric 502 on Chat when empty).
+	streamErrCode string
 }
 
 type fakeCall struct{ id, name, args string }
@@ -55,7 +67,7 @@ func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request, got pt.Received) {
 	n, raw, at := got.N, got.Body, got.At
 	f.mu.Lock()
-	reply, omit := f.reply, f.omitDetails
+	reply, omit, errCode := f.reply, f.omitDetails, f.errCode
 	f.mu.Unlock()
 
 	chat := r.URL.Path == "/chat/completions"
@@ -71,6 +83,9 @@ func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request, got pt.Recei
 		case status < 500:
 			typ = "invalid_request_error"
 		}
+		if errCode != "" {
+			typ = errCode
+		}
 		writeError(w, status, typ, msg)
 		return
 	}
@@ -78,6 +93,10 @@ func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request, got pt.Recei
 	var req map[string]any
 	if err := json.Unmarshal(raw, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "body is not JSON")
+		return
+	}
+	if code, msg := checkRequest(req, chat); msg != "" {
+		writeErrorCode(w, http.StatusBadRequest, "invalid_request_error", code, msg)
 		return
 	}
 	model, _ := req["model"].(string)
@@ -138,12 +157,15 @@ func chatCompletion(n int, model string, rep fakeReply, usage map[string]any) ma
 	}
 	finish := "stop"
 	if len(rep.calls) > 0 {
+		finish = "tool_calls"
 		var calls []any
 		for _, c := range rep.calls {
 			calls = append(calls, map[string]any{"id": c.id, "type": "function", "function": map[string]any{"name": c.name, "arguments": c.args}})
 		}
 		msg["tool_calls"] = calls
-		finish = "tool_calls"
+	}
+	if rep.truncated {
+		finish = "length"
 	}
 	out := map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1767323045, "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}}
@@ -172,6 +194,10 @@ func writeChatStream(w http.ResponseWriter, n int, model string, rep fakeReply, 
 	for _, piece := range pt.Split(rep.text) {
 		send(chunk(map[string]any{"content": piece}, nil))
 		if rep.streamErr {
+			if rep.streamErrCode != "" {
+				send(map[string]any{"error": map[string]any{"message": "stream failed", "type": rep.streamErrCode, "code": rep.streamErrCode}})
+				return
+			}
 			// A gateway's mid-stream failure (OpenRouter's shape).
 			send(map[string]any{"error": map[string]any{"message": "upstream overloaded", "code": 502}})
 			return
@@ -191,6 +217,9 @@ func writeChatStream(w http.ResponseWriter, n int, model string, rep fakeReply, 
 	if len(rep.calls) > 0 {
 		finish = "tool_calls"
 	}
+	if rep.truncated {
+		finish = "length"
+	}
 	send(chunk(map[string]any{}, finish))
 	if usage != nil {
 		send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1767323045, "model": model,
@@ -206,11 +235,19 @@ func response(n int, model string, rep fakeReply, usage map[string]any, status s
 			"content": []any{map[string]any{"type": "output_text", "text": rep.text, "annotations": []any{}}}})
 	}
 	for k, c := range rep.calls {
+		callStatus := "completed"
+		if rep.truncated && k == len(rep.calls)-1 {
+			callStatus = "incomplete"
+		}
 		output = append(output, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", n, k), "call_id": c.id,
-			"name": c.name, "arguments": c.args, "status": "completed"})
+			"name": c.name, "arguments": c.args, "status": callStatus})
+	}
+	var incomplete any
+	if rep.truncated && status == "completed" {
+		status, incomplete = "incomplete", map[string]any{"reason": "max_output_tokens"}
 	}
 	out := map[string]any{"id": fmt.Sprintf("resp_%d", n), "object": "response", "created_at": 1767323045, "status": status,
-		"model": model, "output": output, "error": nil, "incomplete_details": nil, "parallel_tool_calls": true, "tools": []any{}}
+		"model": model, "output": output, "error": nil, "incomplete_details": incomplete, "parallel_tool_calls": true, "tools": []any{}}
 	if usage != nil {
 		out["usage"] = usage
 	}
@@ -238,8 +275,12 @@ func writeResponsesStream(w http.ResponseWriter, n int, model string, rep fakeRe
 		for _, piece := range pt.Split(rep.text) {
 			send("response.output_text.delta", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": piece})
 			if rep.streamErr {
+				code := "server_error"
+				if rep.streamErrCode != "" {
+					code = rep.streamErrCode
+				}
 				failed := response(n, model, fakeReply{}, nil, "failed")
-				failed["error"] = map[string]any{"code": "server_error", "message": "The server had an error processing the request."}
+				failed["error"] = map[string]any{"code": code, "message": "The server had an error processing the request."}
 				send("response.failed", map[string]any{"response": failed})
 				return
 			}
@@ -251,6 +292,10 @@ func writeResponsesStream(w http.ResponseWriter, n int, model string, rep fakeRe
 	if rep.cut {
 		return
 	}
+	if rep.truncated {
+		send("response.incomplete", map[string]any{"response": response(n, model, rep, usage, "completed")})
+		return
+	}
 	send("response.completed", map[string]any{"response": response(n, model, rep, usage, "completed")})
 }
 
@@ -260,9 +305,48 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeErrorCode(w, status, typ, typ, msg)
+}
+
+func writeErrorCode(w http.ResponseWriter, status int, typ, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+}
+
+// checkRequest applies rules OpenAI answers with 400 that a request
+// schema does not hold: prompt_cache_key is at most 64 characters, and
+// (Chat Completions) an assistant message with tool_calls is followed
+// directly by the tool messages answering each call. It returns the
+// error code and message, "" when the request passes.
+func checkRequest(req map[string]any, chat bool) (code, msg string) {
+	if key, _ := req["prompt_cache_key"].(string); len([]rune(key)) > 64 {
+		return "string_above_max_length", fmt.Sprintf("Invalid 'prompt_cache_key': string too long. Expected a string with maximum length 64, but got a string with length %d instead.", len([]rune(key)))
+	}
+	if !chat {
+		return "", ""
+	}
+	var pending []string
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		if msg["role"] == "tool" {
+			id, _ := msg["tool_call_id"].(string)
+			pending = slices.DeleteFunc(pending, func(p string) bool { return p == id })
+			continue
+		}
+		if len(pending) > 0 {
+			break
+		}
+		calls, _ := msg["tool_calls"].([]any)
+		for _, c := range calls {
+			pending = append(pending, c.(map[string]any)["id"].(string))
+		}
+	}
+	if len(pending) > 0 {
+		return "invalid_request_error", "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(pending, ", ")
+	}
+	return "", ""
 }
 
 var estimate = tokens.Estimate()

@@ -20,6 +20,7 @@ import (
 	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/httperr"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -50,13 +51,25 @@ type Model struct {
 // ErrNoScript is returned when Script is nil.
 var ErrNoScript = errors.New("scripted: no script")
 
-// Respond implements provider.Model.
+// ErrNoView is returned for a request without a view.
+var ErrNoView = errors.New("scripted: no view")
+
+// Respond implements provider.Model. It fails with ErrNoScript or
+// ErrNoView, and with a *provider.Error when ctx is done: retryable for a
+// deadline, final for a cancellation, as with the real adapters.
 func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Response, error) {
 	if m.Script == nil {
 		return nil, ErrNoScript
 	}
+	if req.View == nil {
+		return nil, ErrNoView
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, &provider.Error{Provider: "scripted", Message: "request cancelled", Retryable: true, Err: err}
+		// The same advice as the real adapters: a deadline is retryable,
+		// a cancellation (the caller gave up) is final.
+		e := &provider.Error{Provider: "scripted", Err: err}
+		httperr.FromFailure(ctx, e, err)
+		return nil, e
 	}
 	m.mu.Lock()
 	call := m.calls
@@ -110,10 +123,13 @@ func (m *Model) now(call int) time.Time {
 // Request turns a view into the block sequence a provider would receive:
 // one block for the tool schemas, then one block per item, with a cache
 // breakpoint after each block the view names (the tools are covered by the
-// system breakpoint, as on Anthropic). Token counts are the runtime's
+// system breakpoint, as on Anthropic). A nil view has no blocks. Token counts are the runtime's
 // (text plus core.ItemOverhead per item).
 func Request(v *core.View, tk tokens.Tokenizer) cachesim.Request {
 	var req cachesim.Request
+	if v == nil {
+		return req
+	}
 	if len(v.Tools) > 0 {
 		raw, _ := json.Marshal(v.Tools)
 		n := 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/core"
@@ -74,5 +75,46 @@ func TestRespondReportsSimulatedCache(t *testing.T) {
 	}
 	if _, err := (&scripted.Model{}).Respond(context.Background(), provider.Request{View: v}); !errors.Is(err, scripted.ErrNoScript) {
 		t.Fatalf("no script: %v", err)
+	}
+}
+
+// A request without a view is refused with a sentinel, not a panic, and
+// the script is not asked.
+func TestRespondWithoutView(t *testing.T) {
+	asked := false
+	m := &scripted.Model{Script: func(provider.Request, int) ([]core.Item, error) {
+		asked = true
+		return []core.Item{core.AssistantMessage("ok")}, nil
+	}}
+	resp, err := m.Respond(context.Background(), provider.Request{})
+	if !errors.Is(err, scripted.ErrNoView) || resp != nil || asked {
+		t.Fatalf("resp = %v, err = %v, script asked = %v", resp, err, asked)
+	}
+	if got := scripted.Request(nil, tokens.Estimate()); len(got.Blocks) != 0 {
+		t.Fatalf("Request(nil) = %+v", got)
+	}
+}
+
+// A cancelled call is final and a timed-out one retryable, as with the
+// real adapters.
+func TestContextErrorsMatchAdapters(t *testing.T) {
+	m := &scripted.Model{Script: func(provider.Request, int) ([]core.Item, error) {
+		return []core.Item{core.AssistantMessage("ok")}, nil
+	}}
+	v := view(t, false)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel2()
+	for _, tc := range []struct {
+		ctx       context.Context
+		cause     error
+		retryable bool
+	}{{cancelled, context.Canceled, false}, {expired, context.DeadlineExceeded, true}} {
+		_, err := m.Respond(tc.ctx, provider.Request{View: v})
+		var perr *provider.Error
+		if !errors.As(err, &perr) || perr.Retryable != tc.retryable || !errors.Is(err, tc.cause) || perr.Provider != "scripted" {
+			t.Fatalf("%v: err = %#v", tc.cause, err)
+		}
 	}
 }
