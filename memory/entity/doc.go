@@ -60,6 +60,29 @@
 // is what the next run sees. Scope is thread by default; ScopeResource
 // shares the entities across a user's threads.
 //
+// # Concurrent sessions
+//
+// Several sessions may share a scope (ScopeResource, ScopeGlobal, or one
+// thread resumed twice). A write does not start from the session's mirror,
+// which is as old as the session: it re-reads the scope's records, applies
+// the update to each entity as the store holds it, writes the named
+// entities' records whole and replaces the mirror with that fresh view. So
+// the notes, mentions, priority and first spelling another session
+// recorded since are kept, the writer sees them from then on, and
+// Options.MaxEntities is enforced against the store's entities. An entity
+// deleted from the store since (memctl, or another session's eviction) is
+// recorded anew rather than resurrected from the mirror. Records made from
+// outside for one entity under other ids are merged into its own record,
+// and the others deleted, when it is next written. Other sessions' writes
+// reach a session's rendering at its next write or its next run, not in
+// between.
+//
+// Writes through one layer value (the sessions of one Runtime) are
+// serialised, so none is lost. The store offers no compare-and-swap, so
+// two processes writing the same entity at the same instant may still
+// lose one of the two updates (the one whose read preceded the other's
+// write); each call is still applied whole or not at all.
+//
 // # Rendering and caching
 //
 // The entities render as one developer message, one "- Name (type): notes"

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratamem/strata/core"
@@ -188,6 +189,10 @@ type layer struct {
 	maxEnt   int
 	maxNotes int
 	logger   *slog.Logger
+	// mu serialises apply's read-modify-write of the records, so two
+	// sessions of this layer writing one entity at once cannot lose
+	// either's update.
+	mu sync.Mutex
 }
 
 // New returns the entity layer writing to store. Invalid options fail with
@@ -382,11 +387,23 @@ const noteSep = "; "
 
 // load reads the scope's entities into a fresh mirror.
 func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
+	entities, _, err := l.read(ctx, run)
+	if err != nil {
+		return State{}, err
+	}
+	return State{entities: entities, rendered: &render.Memo{}}, nil
+}
+
+// read reads the scope's entities from the store, with the ids of the
+// records each was read from (more than one when records were made from
+// outside for one entity; they are merged).
+func (l *layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map[key][]string, error) {
 	_, _, f := l.scopeOf(run)
-	st := State{entities: map[key]Entity{}, rendered: &render.Memo{}}
+	entities := map[key]Entity{}
+	ids := map[key][]string{}
 	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
 		if err != nil {
-			return State{}, fmt.Errorf("entity: load entities: %w", err)
+			return nil, nil, fmt.Errorf("entity: load entities: %w", err)
 		}
 		e, ok := fromRecord(rec)
 		if !ok {
@@ -394,13 +411,14 @@ func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 			continue
 		}
 		k := key{NormalizeName(e.Name), e.Type}
-		if old, ok := st.entities[k]; ok {
+		if old, ok := entities[k]; ok {
 			// Two records for one entity (made from outside): merge.
 			e = mergeEntities(old, e, l.maxNotes)
 		}
-		st.entities[k] = e
+		entities[k] = e
+		ids[k] = append(ids[k], rec.ID)
 	}
-	return st, nil
+	return entities, ids, nil
 }
 
 // fromRecord reads an entity back from its record. The metadata name and
@@ -480,12 +498,23 @@ func addNotes(old, add []string, maxNotes int) []string {
 
 // apply writes the updates to the store and returns the new state and the
 // output for the model. st is not modified.
+//
+// The updates are applied to the scope's entities as the store holds them
+// now, not to the session's mirror: another session of the scope may have
+// written since this one loaded, and an entity's record is rewritten whole,
+// so building it from the mirror would drop that session's notes,
+// mentions and priority. Every write of this session reached the store
+// before its mirror, so the store's view holds all the mirror does (less
+// what was deleted from outside, which stays deleted). The returned state
+// is that fresh view with the updates applied.
 func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
-	now := l.store.Time().Truncate(time.Microsecond)
-	next := make(map[key]Entity, len(st.entities)+len(ups))
-	for k, e := range st.entities {
-		next[k] = e
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next, ids, err := l.read(ctx, run)
+	if err != nil {
+		return State{}, "", err
 	}
+	now := l.store.Time().Truncate(time.Microsecond)
 	var touched []key
 	isTouched := map[key]bool{}
 	created := map[key]bool{}
@@ -553,13 +582,23 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
 		return State{}, "", fmt.Errorf("entity: write entities: %w", err)
 	}
-	if len(evicted) > 0 {
-		ids := make([]string, len(evicted))
-		for i, k := range evicted {
-			ids[i] = l.recordID(scopeKey, k)
+	// The evicted entities go with every record they were read from, and
+	// a touched entity read from records made from outside under other ids
+	// now lives in its own record alone (it holds their merge).
+	var stale []string
+	for _, k := range evicted {
+		stale = append(stale, ids[k]...)
+	}
+	for _, k := range touched {
+		for _, id := range ids[k] {
+			if id != l.recordID(scopeKey, k) {
+				stale = append(stale, id)
+			}
 		}
-		if err := l.store.Records.Delete(ctx, ids...); err != nil {
-			return State{}, "", fmt.Errorf("entity: evict entities: %w", err)
+	}
+	if len(stale) > 0 {
+		if err := l.store.Records.Delete(ctx, stale...); err != nil {
+			return State{}, "", fmt.Errorf("entity: delete records: %w", err)
 		}
 	}
 

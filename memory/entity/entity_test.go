@@ -569,3 +569,145 @@ func TestNormalizeName(t *testing.T) {
 		}
 	}
 }
+
+// Two sessions of one resource on one store: a session's write is applied
+// to the entity as the store holds it, so what the other session recorded
+// since this one started is kept (it was lost when the record was rebuilt
+// from the session's copy).
+func TestSessionsOfOneScopeKeepEachOthersUpdates(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	session := func(thread string, opts entity.Options) *core.Session {
+		opts.Scope = core.ScopeResource
+		// A runtime (and layer) of its own, as another process would have.
+		return start(t, memtest.Layer(t, entity.New, store, opts), thread)
+	}
+	call := func(s *core.Session, id, args string) {
+		t.Helper()
+		out, err := s.CallFunction(ctx, update(id, args))
+		if err != nil || !strings.HasPrefix(out.Output, "ok:") {
+			t.Fatalf("%s: %q, %v", id, out.Output, err)
+		}
+		clock.Advance(time.Minute)
+	}
+	stored := func(name string, typ entity.Type) vectorstore.Record {
+		t.Helper()
+		for _, r := range memtest.Records(t, store, vectorstore.Filter{Layer: "entity"}) {
+			if entity.NormalizeName(r.Metadata["name"]) == entity.NormalizeName(name) && r.Metadata["type"] == string(typ) {
+				return r
+			}
+		}
+		t.Fatalf("no record for %s", name)
+		return vectorstore.Record{}
+	}
+
+	t.Run("notes", func(t *testing.T) {
+		a := session("thread-a", entity.Options{})
+		call(a, "a1", `{"entities": [{"name": "Ada Lovelace", "type": "person", "note": "mathematician"}]}`)
+		b := session("thread-b", entity.Options{})
+		call(b, "b1", `{"entities": [{"name": "Ada Lovelace", "type": "person", "note": "wrote the first program"}]}`)
+		call(a, "a2", `{"entities": [{"name": "Ada Lovelace", "type": "person", "note": "born 1815"}]}`)
+		r := stored("Ada Lovelace", entity.Person)
+		if r.Text != "Ada Lovelace (person): mathematician; wrote the first program; born 1815" || r.Metadata["mentions"] != "3" {
+			t.Fatalf("stored %q mentions %s", r.Text, r.Metadata["mentions"])
+		}
+		// The writer's session sees the merged entity too.
+		if e, _ := state(t, a).Get("ada lovelace", entity.Person); len(e.Notes) != 3 || e.Mentions != 3 {
+			t.Fatalf("session A holds %+v", e)
+		}
+	})
+
+	t.Run("unseen entity", func(t *testing.T) {
+		// Both sessions start before either writes: A has never seen Acme.
+		a, b := session("thread-c", entity.Options{}), session("thread-d", entity.Options{})
+		call(b, "b1", `{"entities": [{"name": "Acme", "type": "org", "notes": ["client since 2019", "pays late"], "priority": 9}]}`)
+		call(a, "a1", `{"entities": [{"name": "acme", "type": "organization", "note": "based in Lyon"}]}`)
+		r := stored("Acme", entity.Organization)
+		if r.Text != "Acme (organization): client since 2019; pays late; based in Lyon" ||
+			r.Metadata["name"] != "Acme" || r.Metadata["priority"] != "9" || r.Metadata["mentions"] != "2" {
+			t.Fatalf("stored %q %v", r.Text, r.Metadata)
+		}
+	})
+
+	t.Run("limit counts the store's entities", func(t *testing.T) {
+		opts := entity.Options{ID: "ent-limit", MaxEntities: 100}
+		a := session("thread-e", opts)
+		b := session("thread-f", opts)
+		var batch []string
+		for i := 0; i < 100; i++ {
+			batch = append(batch, fmt.Sprintf(`{"name": "E%03d", "type": "concept"}`, i))
+		}
+		if _, err := b.CallFunction(ctx, core.FunctionCall("b1", "ent-limit/update", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
+			t.Fatal(err)
+		}
+		out, err := a.CallFunction(ctx, core.FunctionCall("a1", "ent-limit/update", `{"entities": [{"name": "New", "type": "place"}]}`))
+		if err != nil || !strings.Contains(out.Output, "forgot the 1 least used to stay within 100; 100 entities remembered.") {
+			t.Fatalf("output %q, %v", out.Output, err)
+		}
+		if n := len(memtest.Records(t, store, vectorstore.Filter{Layer: "ent-limit"})); n != 100 {
+			t.Fatalf("%d records, want 100", n)
+		}
+	})
+}
+
+// Sessions of one runtime writing one entity at the same time: each
+// call's read-modify-write is serialised, so no update is lost.
+func TestConcurrentWritesToOneEntityAreAllKept(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", nil)
+	l := memtest.Layer(t, entity.New, store, entity.Options{Scope: core.ScopeResource, MaxNotes: 40})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
+	memtest.Concurrently(t, []string{"a", "b"}, func(who string) error {
+		s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "user-1"})
+		if err != nil {
+			return err
+		}
+		for i := 0; i < 10; i++ {
+			out, err := s.CallFunction(ctx, update(fmt.Sprint(who, i), fmt.Sprintf(`{"entities": [{"name": "Shared", "type": "concept", "note": "%s note %d"}]}`, who, i)))
+			if err != nil {
+				return err
+			}
+			if !strings.HasPrefix(out.Output, "ok:") {
+				return errors.New(out.Output)
+			}
+		}
+		return s.Complete(ctx, "ok")
+	})
+	recs := memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})
+	if len(recs) != 1 || recs[0].Metadata["mentions"] != "20" || strings.Count(recs[0].Text, " note ") != 20 {
+		t.Fatalf("records %d: %q mentions %s", len(recs), recs[0].Text, recs[0].Metadata["mentions"])
+	}
+}
+
+// Records made from outside for one entity under other ids are merged into
+// the entity's own record when it is next written, and the others deleted,
+// so their mentions are not counted again on every later write.
+func TestOutsideDuplicateRecordsAreFoldedOnWrite(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: t0}
+	store := memtest.NewStore(t, "", clock)
+	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
+	if _, err := s.CallFunction(ctx, update("c1", `{"entities": [{"name": "Ada", "type": "person", "note": "a"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	recs := memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})
+	dup, err := store.Records.Get(ctx, recs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup.ID, dup.Text, dup.Metadata["name"], dup.Metadata["mentions"] = "imported-ada", "ADA (person): b", "ADA", "4"
+	if err := store.Records.Upsert(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 3; i++ {
+		clock.Advance(time.Minute)
+		if _, err := s.CallFunction(ctx, update(fmt.Sprint("c", i), fmt.Sprintf(`{"entities": [{"name": "ada", "type": "person", "note": "n%d"}]}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs = memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})
+	if len(recs) != 1 || recs[0].ID == "imported-ada" || recs[0].Text != "Ada (person): a; b; n2; n3" || recs[0].Metadata["mentions"] != "7" {
+		t.Fatalf("records %+v", recs)
+	}
+}

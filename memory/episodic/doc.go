@@ -8,10 +8,13 @@
 // On completion (Session.Complete) the layer's onComplete hook hands the
 // run's log to a Summarizer and stores the summary as an episode: a
 // vectorstore record of kind "episode" whose text is the summary, with
-// metadata outcome, tokens (the summary's token count), run, thread and scope, and
+// metadata outcome, tokens (the summary's token count), run, thread, scope
+// and seq (one more than the scope's highest when it was stored), and
 // the store's clock (memory.Store.Now) as its time. Its id is derived from
 // the layer, the scope and the run id, so completing a run twice cannot
-// store it twice. Past Options.MaxEpisodes (20 by default, as in the spec)
+// store it twice. Episodes are ordered by time, then seq, so episodes
+// stored at one instant (a frozen or coarse clock) keep the order they were
+// stored in. Past Options.MaxEpisodes (20 by default, as in the spec)
 // the oldest episodes of the scope are deleted. Episodes live in the store,
 // so they survive process restarts and can be listed, edited or deleted
 // with memctl; the runtime's scoped state holds nothing.

@@ -1,10 +1,12 @@
 package episodic
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +30,9 @@ const (
 	// DefaultMaxSummaryBytes bounds a stored summary when
 	// Options.MaxSummaryBytes is 0.
 	DefaultMaxSummaryBytes = 4096
+	// MinSummaryBytes is the smallest Options.MaxSummaryBytes: a clipped
+	// summary ends in " …" (4 bytes) and must keep some words before it.
+	MinSummaryBytes = 16
 	// maxOutcomeBytes bounds the stored outcome.
 	maxOutcomeBytes = 256
 )
@@ -115,7 +120,7 @@ type Options struct {
 	// Recency, auto for Relevance (see the package doc).
 	Mode Mode
 	// MaxSummaryBytes clips a summary before it is stored; 0 means
-	// DefaultMaxSummaryBytes.
+	// DefaultMaxSummaryBytes. Values below MinSummaryBytes are refused.
 	MaxSummaryBytes int
 	// Logger receives relevance queries that failed and fell back to
 	// recency. Nil discards.
@@ -166,6 +171,8 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 		return core.Layer[State]{}, bad("MaxSummaryBytes", "negative")
 	case opts.MaxSummaryBytes == 0:
 		opts.MaxSummaryBytes = DefaultMaxSummaryBytes
+	case opts.MaxSummaryBytes < MinSummaryBytes:
+		return core.Layer[State]{}, bad("MaxSummaryBytes", fmt.Sprintf("%d is below %d, too short for a summary clipped with \" …\"", opts.MaxSummaryBytes, MinSummaryBytes))
 	case opts.MaxSummaryBytes > vectorstore.MaxTextBytes:
 		return core.Layer[State]{}, bad("MaxSummaryBytes", fmt.Sprintf("%d is above a record's %d", opts.MaxSummaryBytes, vectorstore.MaxTextBytes))
 	}
@@ -221,14 +228,54 @@ func (l *layer) recordID(scopeKey, runID string) string {
 // load reads the scope's episodes, oldest first.
 func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 	_, _, f := l.scopeOf(run)
-	var eps []Episode
-	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
-		if err != nil {
-			return State{}, fmt.Errorf("episodic: load episodes: %w", err)
-		}
-		eps = append(eps, fromRecord(rec, l.tk))
+	recs, err := l.list(ctx, f)
+	if err != nil {
+		return State{}, fmt.Errorf("episodic: load episodes: %w", err)
+	}
+	eps := make([]Episode, len(recs))
+	for i, rec := range recs {
+		eps[i] = fromRecord(rec, l.tk)
 	}
 	return State{episodes: eps, memo: &memo{}}, nil
+}
+
+// metaSeq is the metadata key of an episode's sequence number: one more
+// than the highest of its scope when it was stored.
+const metaSeq = "seq"
+
+// list reads the records f selects, oldest first: by time, then sequence
+// number, then id. The store orders by time and id only, and the id is a
+// hash of the run id, so episodes stored at one instant (a frozen or coarse
+// clock) would otherwise be in an arbitrary order, and so would be the one
+// evicted first.
+func (l *layer) list(ctx context.Context, f vectorstore.Filter) ([]vectorstore.Record, error) {
+	var recs []vectorstore.Record
+	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	slices.SortStableFunc(recs, func(a, b vectorstore.Record) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(seqOf(a), seqOf(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return recs, nil
+}
+
+// seqOf is a record's sequence number; 0 for one stored without (before
+// sequence numbers, or from outside).
+func seqOf(r vectorstore.Record) int64 {
+	n, err := strconv.ParseInt(r.Metadata[metaSeq], 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 func fromRecord(rec vectorstore.Record, tk tokens.Tokenizer) Episode {
@@ -258,9 +305,18 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 		return nil, nil
 	}
 	recScope, scopeKey, f := l.scopeOf(p.Run)
+	stored, err := l.list(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("episodic: list episodes: %w", err)
+	}
+	var seq int64
+	for _, r := range stored {
+		seq = max(seq, seqOf(r))
+	}
 	now := l.store.Time().Truncate(time.Microsecond)
 	ntok := l.tk.Count(summary)
-	md := map[string]string{"tokens": strconv.Itoa(ntok), "run": p.Run.RunID, "scope": string(l.scope)}
+	md := map[string]string{"tokens": strconv.Itoa(ntok), "run": p.Run.RunID, "scope": string(l.scope),
+		metaSeq: strconv.FormatInt(seq+1, 10)}
 	if o := sanitize(p.Outcome, maxOutcomeBytes); o != "" {
 		md["outcome"] = o
 	}
@@ -278,12 +334,9 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 	}
 	// Evict against the store, not the mirror: runs of the same scope may
 	// have completed since this one started.
-	var kept []vectorstore.Record
-	for r, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
-		if err != nil {
-			return nil, fmt.Errorf("episodic: list episodes: %w", err)
-		}
-		kept = append(kept, r)
+	kept, err := l.list(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("episodic: list episodes: %w", err)
 	}
 	if over := len(kept) - l.max; over > 0 {
 		ids := make([]string, over)
@@ -311,6 +364,18 @@ func sanitize(s string, max int) string {
 		return s
 	}
 	const ell = " …"
+	if max <= len(ell) {
+		// No room for the ellipsis (New refuses such a max; this keeps
+		// sanitize total): clip without it.
+		cut := max
+		if cut < 0 {
+			cut = 0
+		}
+		for cut > 0 && !utf8RuneStart(s[cut]) {
+			cut--
+		}
+		return strings.TrimSpace(s[:cut])
+	}
 	cut := max - len(ell)
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--

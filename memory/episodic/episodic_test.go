@@ -458,10 +458,57 @@ func TestConfigErrors(t *testing.T) {
 		{Opts: episodic.Options{MaxEpisodes: -1}, Field: "MaxEpisodes"},
 		{Opts: episodic.Options{MaxEpisodes: vectorstore.MaxK + 1}, Field: "MaxEpisodes"},
 		{Opts: episodic.Options{MaxSummaryBytes: -1}, Field: "MaxSummaryBytes"},
+		// Too short for any words before the " …" of a clipped summary
+		// (1 to 3 made the clip panic on completion).
+		{Opts: episodic.Options{MaxSummaryBytes: 1}, Field: "MaxSummaryBytes"},
+		{Opts: episodic.Options{MaxSummaryBytes: 3}, Field: "MaxSummaryBytes"},
+		{Opts: episodic.Options{MaxSummaryBytes: episodic.MinSummaryBytes - 1}, Field: "MaxSummaryBytes"},
 		{Opts: episodic.Options{Mode: 7}, Field: "Mode"},
 		{Opts: episodic.Options{Budget: core.Range(5, 1)}, Field: "Budget.Max"},
 	})
 	if _, err := episodic.New(nil, episodic.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("nil store: %v", err)
+	}
+}
+
+// The smallest MaxSummaryBytes New accepts stores a clipped summary on
+// completion (runEpisode fails on a diagnostic, such as a panic).
+func TestSmallestMaxSummaryBytesClips(t *testing.T) {
+	store := memtest.NewStore(t, "", nil)
+	rt, _ := newRuntime(t, store, episodic.Options{MaxSummaryBytes: episodic.MinSummaryBytes})
+	runEpisode(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "u1"}, "fix the flaky parser test", "done: the parser test is stable now")
+	recs := memtest.Records(t, store, vectorstore.Filter{Layer: "episodic"})
+	if len(recs) != 1 || len(recs[0].Text) > episodic.MinSummaryBytes || !strings.HasSuffix(recs[0].Text, " …") {
+		t.Fatalf("records %+v", recs)
+	}
+}
+
+// With a frozen clock every episode has the same time: they are still
+// shown and evicted in the order they were stored, not in the order of
+// their (hashed) ids.
+func TestFrozenClockKeepsInsertionOrder(t *testing.T) {
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	rt, _ := newRuntime(t, store, episodic.Options{MaxEpisodes: 4})
+	run := core.RunOptions{ThreadID: "t", ResourceID: "user-1"}
+	var want []string
+	for i := 0; i < 9; i++ {
+		run.RunID = fmt.Sprint("run-", i)
+		runEpisode(t, rt, run, fmt.Sprint("request ", i), "ok")
+		want = append(want, fmt.Sprint("Request: request ", i))
+	}
+	want = want[len(want)-4:]
+	run.RunID = ""
+	s := memtest.Start(t, rt, run)
+	st, _ := core.State[episodic.State](s, "episodic")
+	var got []string
+	for _, ep := range st.Episodes() {
+		got = append(got, strings.SplitN(ep.Summary, "\n", 2)[0])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("kept, oldest first: %q\nwant %q", got, want)
+	}
+	block := memtest.Tagged(t, s, "<episodes>")
+	if i, j := strings.Index(block, "request 5"), strings.Index(block, "request 8"); i < 0 || j < i {
+		t.Fatalf("rendered out of order:\n%s", block)
 	}
 }

@@ -125,8 +125,14 @@ var rules = []rule{
 		}},
 	{regexp.MustCompile(`(?i)^my\s+(.+?)\s+(is|are|was|were)\s+(.+)$`),
 		func(s string, m []string) (string, int, bool) {
-			first := lower(strings.Fields(m[1])[0])
-			return s + "'s " + m[1] + " " + lower(m[2]) + " " + m[3], 3, !stopMy[first] && wordCount(m[1]) <= 4
+			// The capture may be only spaces the pattern's ASCII \s does
+			// not take (a no-break space, or spaces the lazy group kept):
+			// no word, no fact.
+			words := strings.Fields(m[1])
+			if len(words) == 0 {
+				return "", 0, false
+			}
+			return s + "'s " + strings.Join(words, " ") + " " + lower(m[2]) + " " + m[3], 3, !stopMy[lower(words[0])] && len(words) <= 4
 		}},
 }
 

@@ -62,3 +62,20 @@ func TestRules(t *testing.T) {
 		t.Errorf("batch: %+v", got)
 	}
 }
+
+// A "my ... is" whose subject is only spaces the pattern's \s does not take
+// (a no-break space, or several spaces) is no fact; it panicked, and in a
+// session the panic dropped the turn's other facts with it.
+func TestRulesWhitespaceOnlySubject(t *testing.T) {
+	for _, in := range []string{"my \u00a0 is blue", "my    is blue", "My \u2003\u00a0 are here"} {
+		got, err := observations.Rules{}.Extract(context.Background(), []core.Item{core.UserMessage(in)})
+		if err != nil || len(got) != 0 {
+			t.Errorf("%q: %+v, %v", in, got, err)
+		}
+	}
+	// Spaces around the subject's words are collapsed.
+	got, _ := observations.Rules{}.Extract(context.Background(), []core.Item{core.UserMessage("my \u00a0favourite colour is blue")})
+	if len(got) != 1 || got[0].Text != "User's favourite colour is blue" {
+		t.Errorf("collapsed subject: %+v", got)
+	}
+}

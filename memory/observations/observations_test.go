@@ -761,3 +761,21 @@ func TestDefaultPlacementPublishesNewFacts(t *testing.T) {
 		t.Fatalf("updates: %+v", upd)
 	}
 }
+
+// A message holding a whitespace-only "my ... is" keeps its other facts
+// and raises no diagnostic.
+func TestExtractionSurvivesWhitespaceOnlySubject(t *testing.T) {
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	s := start(t, newLayer(t, store, observations.Options{}), nil, "thread-1", "")
+	if err := s.Record(ctx, core.UserMessage("I am allergic to peanuts. my \u00a0 is blue")); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Diagnostics(); len(d) != 0 {
+		t.Fatalf("diagnostics %+v", d)
+	}
+	recs := listAll(t, store)
+	if len(recs) != 1 || !strings.Contains(recs[0].Text, "User is allergic to peanuts") {
+		t.Fatalf("records %+v", recs)
+	}
+}

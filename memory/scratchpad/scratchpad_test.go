@@ -232,6 +232,8 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 		{"invalid JSON", `{"set": {"a": }`, "arguments must be a JSON object (invalid JSON"},
 		{"not an object", `["a"]`, "arguments must be a JSON object (got an array)"},
 		{"trailing data", `{"set": {"a": "x"}} {}`, "trailing data"},
+		{"trailing brace", `{"set": {"a": "x"}}}`, "trailing data"},
+		{"trailing bracket", `{"set": {"a": "x"}}]`, "trailing data"},
 		{"unknown field", `{"put": {"a": "x"}}`, `unknown field "put"`},
 		{"flat keys", `{"a": "x"}`, `unknown field "a": use {"set"`},
 		{"set not an object", `{"set": ["a"]}`, `"set" must be an object`},

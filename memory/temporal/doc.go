@@ -38,7 +38,13 @@
 // record call, when the host routed it. "yesterday", "last Friday", "two weeks ago",
 // "on November 20", "2026-11-20" all mean the start of that day in
 // Options.Location. A fact without when is valid from the instant it was
-// recorded.
+// recorded. A when outside years 1..9999 is refused like any phrase the
+// parser does not know. A record call is all or nothing: one bad fact
+// rejects the call and none of its facts is written. Extracted facts are
+// taken one by one: one whose when does not resolve at its message's time
+// (Patterns splits "on February 29" off, which has no date in 2026) is
+// kept, valid from the message, with the phrase back in its value ("Berlin
+// on February 29"); an otherwise malformed one is dropped.
 //
 // # The chain of a fact
 //
@@ -65,13 +71,20 @@
 //
 // # Relative times and the prompt cache
 //
-// Recall renders the facts current now, newest first, one line each:
+// Recall renders the facts current today, newest first, one line each:
 //
 //	<temporal_facts today="2026-11-30" weekday="Monday">
 //	...
 //	- [2026-11-27 · 3 days ago] user · lives in: Berlin (before: Paris)
 //
-// with the scheduled ones (valid from a later date) after them. "3 days
+// with the scheduled ones (valid from a later day) after them. "Current"
+// is decided by the calendar day in Options.Location, as the as_of
+// function reads a date: the facts that hold at the end of today. So a
+// fact that becomes true at 15:00 today (a "when" with a time of day, or
+// one recorded at 15:00) is shown as today's, with the value it replaces
+// as "before", from the first turn of the day, rather than moving from
+// Scheduled to current at 15:00. The instants themselves are exact in the
+// ledger: AsOf and an RFC 3339 as_of answer them. "3 days
 // ago" read against a moving clock would change the bytes as time passes
 // and churn the prompt cache; the decision here is to render relative
 // times at day granularity, counted in calendar days from a "today" that

@@ -14,7 +14,9 @@ import (
 // its store hook with the items recorded since the previous model call
 // (minus its own function calls). Return When as the speaker said it
 // ("last Friday"): the layer resolves it against the time of the item
-// named first in From, so a model-backed extractor needs no clock.
+// named first in From, so a model-backed extractor needs no clock. A When
+// that does not resolve there is put back into Value and the fact kept,
+// valid from the message.
 type Extractor interface {
 	Extract(ctx context.Context, items []core.Item) ([]Input, error)
 }
@@ -79,8 +81,14 @@ var (
 			}},
 		{regexp.MustCompile(`(?i)^my\s+(.+?)\s+(?:is now|is|has changed to|changed to|became|switched to)\s+(.+)$`),
 			func(m []string) (string, string, bool) {
-				first := strings.ToLower(strings.Fields(m[1])[0])
-				return strings.ToLower(m[1]), m[2], !stopMyFact[first] && len(strings.Fields(m[1])) <= 4
+				// The capture may be only spaces the pattern's ASCII \s
+				// does not take (a no-break space, or spaces the lazy group
+				// kept): no word, no fact.
+				words := strings.Fields(strings.ToLower(m[1]))
+				if len(words) == 0 {
+					return "", "", false
+				}
+				return strings.Join(words, " "), m[2], !stopMyFact[words[0]] && len(words) <= 4
 			}},
 	}
 	factFillers = regexp.MustCompile(`(?i)^(?:(?:well|actually|also|oh|ok|okay|so|and|but|btw|by the way|fyi|just so you know|for the record|yeah|yes|no|news)\s*[,:]?\s+)+`)

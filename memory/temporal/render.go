@@ -20,17 +20,21 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	return render.Recall[State](l.opts.ID, l.Render(m.all(), l.store.Time(), p.Budget)), nil
 }
 
-// Render renders the ledger as it stands at now within budget tokens
+// Render renders the ledger as it stands today within budget tokens
 // (counted with Options.Tokenizer plus the runtime's per-item overhead):
-// the facts current at now, newest first, each with the previous value of
-// its chain, then the scheduled ones (valid from a later time). Each line
+// the facts current at the end of now's calendar day (in
+// Options.Location), newest first, each with the previous value of its
+// chain, then the scheduled ones (valid from a later day). Each line
 // carries the exact date the fact became true and that date relative to
-// today at day granularity, so the bytes change only when a fact does or
-// when the calendar date of now (in Options.Location) changes. What does
-// not fit is counted in a closing line, oldest facts first. It returns ""
-// when there is nothing to render or nothing fits.
+// today at day granularity. "Current" is decided by the day, not the
+// instant, so that a fact that becomes true (or is superseded) later
+// today is shown as today's from the first turn of the day: the bytes
+// change only when a fact does or when the calendar date of now changes.
+// The exact instants are in the ledger; AsOf and the as_of function answer
+// them. What does not fit is counted in a closing line, oldest facts
+// first. It returns "" when there is nothing to render or nothing fits.
 func (l *Layer) Render(facts []Fact, now time.Time, budget int) string {
-	current, scheduled, before := l.arrange(facts, now)
+	current, scheduled, before := l.arrange(facts, endOfDay(now, l.opts.Location))
 	if len(current)+len(scheduled) == 0 {
 		return ""
 	}
@@ -114,8 +118,8 @@ func (l *Layer) Render(facts []Fact, now time.Time, budget int) string {
 	}
 }
 
-// arrange splits facts into the current ones (newest ValidFrom first) and
-// the scheduled ones (soonest first), and maps each fact to the value its
+// arrange splits facts into the ones current at now (newest ValidFrom
+// first) and the scheduled ones (soonest first), and maps each fact to the value its
 // chain held just before it. It works on pointers into facts: a recall
 // arranges every fact of the scope each turn.
 func (l *Layer) arrange(facts []Fact, now time.Time) (current, scheduled []*Fact, before map[string]string) {

@@ -550,6 +550,15 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 			ref = l.itemTime(m, ids[idx[len(idx)-1]])
 		}
 		pin, err := l.resolve(in, ref, sources, OriginExtractor)
+		if errors.Is(err, ErrUnknownTime) {
+			// The phrase was taken for a time but does not resolve at the
+			// message's time ("on February 29" in a year without one, "in
+			// the spring"): keep the fact, valid from the message, with
+			// the phrase back in its value, as Patterns keeps a tail
+			// ParseWhen does not know.
+			in.Value, in.When = strings.TrimSpace(in.Value)+" "+strings.TrimSpace(in.When), ""
+			pin, err = l.resolve(in, ref, sources, OriginExtractor)
+		}
 		if err != nil {
 			continue // an extractor's malformed fact is dropped
 		}
@@ -630,11 +639,20 @@ func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State]) (c
 // AsOfInstant turns a date argument into the instant an as-of query
 // looks at: a day (a date or a phrase ParseWhen understands) means the
 // end of that day in loc, an RFC 3339 timestamp means itself. ref
-// resolves relative phrases.
+// resolves relative phrases. An instant outside years 1..9999 (UTC) is
+// refused with a *TimeError.
 func AsOfInstant(date string, ref time.Time, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
+	t, err := asOfInstant(date, ref, loc)
+	if err == nil && !inRange(t) {
+		return time.Time{}, &TimeError{Phrase: date, Reason: "outside years 1..9999"}
+	}
+	return t, err
+}
+
+func asOfInstant(date string, ref time.Time, loc *time.Location) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(strings.TrimSpace(date))); err == nil {
 		return t.UTC(), nil
 	}
@@ -645,8 +663,14 @@ func AsOfInstant(date string, ref time.Time, loc *time.Location) (time.Time, err
 	if err != nil {
 		return time.Time{}, err
 	}
-	y, m, d := start.In(loc).Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC(), nil
+	return endOfDay(start, loc), nil
+}
+
+// endOfDay is the last instant (at the store's microsecond precision) of
+// t's calendar day in loc, in UTC.
+func endOfDay(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC()
 }
 
 // callAsOf answers an as_of call whose arguments passed the schema.

@@ -244,6 +244,12 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 		{"long predicate", "record", `{"facts": [{"subject": "a", "predicate": "` + strings.Repeat("p", 300) + `", "value": "c"}]}`, "predicate: 300 bytes"},
 		{"long value", "record", `{"facts": [{"subject": "a", "predicate": "b", "value": "` + strings.Repeat("v", temporal.MaxValueBytes+1) + `"}]}`, "value: 8193 bytes"},
 		{"unknown when", "record", `{"facts": [{"subject": "a", "predicate": "b", "value": "c"}, {"subject": "a", "predicate": "b", "value": "d", "when": "eventually"}]}`, "facts[1].when"},
+		// Year 0 passed the parser and failed the whole write at the
+		// store; it is an argument error, and the valid first fact is not
+		// written either (a call is all or nothing).
+		{"year 0", "record", `{"facts": [{"subject": "user", "predicate": "lives in", "value": "Berlin"}, {"subject": "user", "predicate": "city", "value": "Rome", "when": "November 0000"}]}`, "facts[1].when: temporal: cannot resolve \"November 0000\": outside years 1..9999"},
+		{"year 0 instant", "record", `{"facts": [{"subject": "a", "predicate": "b", "value": "c", "when": "0000-01-01T00:00:00Z"}]}`, "facts[0].when: temporal: cannot resolve \"0000-01-01T00:00:00Z\": outside years 1..9999"},
+		{"as_of year 0", "as_of", `{"date": "0000-06-01T00:00:00Z"}`, "date: temporal: cannot resolve \"0000-06-01T00:00:00Z\": outside years 1..9999"},
 		{"bare weekday", "record", `{"facts": [{"subject": "a", "predicate": "b", "value": "c", "when": "friday"}]}`, "say last, this or next"},
 		{"nul byte", "record", `{"facts": [{"subject": "a\u0000", "predicate": "b", "value": "c"}]}`, "NUL"},
 		{"huge payload", "record", `{"facts": [{"subject": "a", "predicate": "b", "value": "` + strings.Repeat("x", temporal.MaxArgumentBytes) + `"}]}`, "more than the 262144 allowed"},
@@ -655,5 +661,103 @@ func TestOptionsValidation(t *testing.T) {
 	spec := l.Layer().Spec()
 	if spec.ID != "temporal" || spec.Slot != temporal.DefaultSlot || spec.Scope != core.ScopeThread || spec.Placement != core.PlacementAnchor {
 		t.Errorf("defaults: %+v", spec)
+	}
+}
+
+// A "my ... is" whose subject is only spaces the pattern's \s does not take
+// is no fact; it panicked, and in a session the panic dropped the turn's
+// other facts with it.
+func TestPatternsWhitespaceOnlySubject(t *testing.T) {
+	for _, in := range []string{"my \u00a0 is blue", "my    is blue", "my \u2003 changed to red"} {
+		got, err := temporal.Patterns{}.Extract(context.Background(), []core.Item{core.UserMessage(in)})
+		if err != nil || len(got) != 0 {
+			t.Errorf("%q: %+v, %v", in, got, err)
+		}
+	}
+	ctx := context.Background()
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Extractor: temporal.Patterns{}})
+	s := start(t, l, nil, "th", "")
+	if err := s.Record(ctx, core.UserMessage("I moved to Berlin. my \u00a0 is blue")); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Diagnostics(); len(d) != 0 {
+		t.Fatalf("diagnostics %+v", d)
+	}
+	if recs := records(t, store); len(recs) != 1 || recs["Berlin"].Metadata[temporal.MetaPredicate] != "lives in" {
+		t.Fatalf("records %v", recs)
+	}
+}
+
+// Patterns splits "on February 29" off as a time, but said in 2026 it has
+// no date: the fact is kept, valid from the message, with the phrase back
+// in its value (it was dropped silently). In a leap year it resolves.
+func TestUnresolvableExtractedWhenIsFoldedIntoTheValue(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		clock, value string
+		from         time.Time
+	}{
+		{"2026-06-01T09:00:00Z", "Berlin on February 29", at("2026-06-01T09:00:00Z")},
+		{"2028-03-10T09:00:00Z", "Berlin", date("2028-02-29")},
+	} {
+		clock := &memtest.Clock{T: at(c.clock)}
+		store := memtest.NewStore(t, "", clock)
+		l := memtest.Layer(t, temporal.New, store, temporal.Options{Extractor: temporal.Patterns{}})
+		s := start(t, l, nil, "th", "")
+		if err := s.Record(ctx, core.UserMessage("I moved to Berlin on February 29")); err != nil {
+			t.Fatal(err)
+		}
+		if d := s.Diagnostics(); len(d) != 0 {
+			t.Fatalf("%s: diagnostics %+v", c.clock, d)
+		}
+		recs := records(t, store)
+		r, ok := recs[c.value]
+		if len(recs) != 1 || !ok || !r.ValidFrom.Equal(c.from) || r.Metadata[temporal.MetaPredicate] != "lives in" {
+			t.Fatalf("%s: records %v", c.clock, recs)
+		}
+	}
+}
+
+// "Current" is decided by the calendar day in Options.Location: a fact
+// that becomes true at 15:00 is today's from the day's first turn, so the
+// block is the same bytes at 10:00 and at 16:00. AsOf stays exact.
+func TestRenderSameBytesAllDayWithMidDayInstant(t *testing.T) {
+	ctx := context.Background()
+	clock := &memtest.Clock{T: at("2026-11-30T09:00:00Z")}
+	store := memtest.NewStore(t, "", clock)
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{})
+	s := start(t, l, nil, "th", "")
+	call(t, s, recordCall("c1", fact{"user", "lives in", "Paris", ""}, fact{"user", "lives in", "Berlin", "2026-11-30T15:00:00Z"}))
+	st, _ := core.State[temporal.State](s, "temporal")
+	morning := l.Render(st.Facts(), at("2026-11-30T10:00:00Z"), core.Unlimited)
+	afternoon := l.Render(st.Facts(), at("2026-11-30T16:00:00Z"), core.Unlimited)
+	if morning != afternoon {
+		t.Fatalf("10:00:\n%s\n16:00:\n%s", morning, afternoon)
+	}
+	if !strings.Contains(morning, "- [2026-11-30 · today] user · lives in: Berlin (before: Paris)\n</temporal_facts>") ||
+		strings.Contains(morning, "Scheduled:") {
+		t.Fatalf("render:\n%s", morning)
+	}
+	for when, want := range map[string]string{"2026-11-30T10:00:00Z": "Paris", "2026-11-30T16:00:00Z": "Berlin"} {
+		facts, err := l.AsOf(ctx, vectorstore.Scope{Thread: "th"}, at(when))
+		if err != nil || len(facts) != 1 || facts[0].Value != want {
+			t.Fatalf("AsOf %s: %+v %v, want %s", when, facts, err, want)
+		}
+	}
+
+	// The day is Options.Location's: 23:00 UTC is the next day at UTC+2.
+	l2 := memtest.Layer(t, temporal.New, store, temporal.Options{ID: "t2", Location: time.FixedZone("UTC+2", 2*3600)})
+	if _, err := l2.Record(ctx, vectorstore.Scope{Thread: "th"}, time.Time{},
+		temporal.Input{Subject: "user", Predicate: "employer", Value: "Acme", When: "2026-11-30T23:00:00Z"}); err != nil {
+		t.Fatal(err)
+	}
+	facts, _ := l2.History(ctx, vectorstore.Scope{Thread: "th"})
+	if got := l2.Render(facts, at("2026-11-30T21:00:00Z"), core.Unlimited); !strings.Contains(got, "Scheduled:\n- [2026-12-01 · tomorrow] user · employer: Acme") {
+		t.Fatalf("23:00 local, before its day:\n%s", got)
+	}
+	early, late := l2.Render(facts, at("2026-11-30T22:30:00Z"), core.Unlimited), l2.Render(facts, at("2026-12-01T21:00:00Z"), core.Unlimited)
+	if early != late || !strings.Contains(early, "- [2026-12-01 · today] user · employer: Acme\n") {
+		t.Fatalf("00:30 local:\n%s\n23:00 local:\n%s", early, late)
 	}
 }

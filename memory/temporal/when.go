@@ -81,7 +81,29 @@ var (
 // January 3 is last December. Months ago clamp to the month's last day
 // (one month before March 31 is February 28 or 29). A bare weekday
 // ("Friday") is refused as ambiguous: say last, this or next.
+//
+// Every result lies in years 1..9999 (UTC), the range a record's times can
+// hold: a phrase resolving outside it ("November 0000", an RFC 3339 time
+// in year 0, "tomorrow" on 9999-12-31) is refused with a *TimeError.
 func ParseWhen(phrase string, ref time.Time, loc *time.Location) (time.Time, error) {
+	t, err := parseWhen(phrase, ref, loc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !inRange(t) {
+		return time.Time{}, &TimeError{Phrase: phrase, Reason: "outside years 1..9999"}
+	}
+	return t, nil
+}
+
+// inRange reports whether t is in years 1..9999 in UTC, the times a
+// vectorstore record holds.
+func inRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
+func parseWhen(phrase string, ref time.Time, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
 	}

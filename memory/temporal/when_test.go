@@ -145,6 +145,53 @@ func TestParseWhenRejects(t *testing.T) {
 	}
 }
 
+// Results outside years 1..9999 (UTC), which a record cannot hold, are
+// refused on every path: a month and year, a date, an RFC 3339 time, a
+// relative phrase at either end of the range, and a start of day that
+// falls before year 1 in UTC.
+func TestParseWhenRefusesYearsOutsideRange(t *testing.T) {
+	plus2 := time.FixedZone("UTC+2", 2*3600)
+	cases := []struct {
+		phrase string
+		ref    time.Time
+		loc    *time.Location
+	}{
+		{"November 0000", t0, nil},
+		{"in November 0000", t0, nil},
+		{"0000-01-01T00:00:00Z", t0, nil},
+		{"0001-01-01T01:00:00+02:00", t0, nil},
+		{"10 November 0000", t0, nil},
+		{"0000-11-10", t0, nil},
+		{"tomorrow", at("9999-12-31T12:00:00Z"), nil},
+		{"next week", at("9999-12-30T12:00:00Z"), nil},
+		{"yesterday", at("0001-01-01T12:00:00Z"), nil},
+		{"today", at("0001-01-01T12:00:00Z"), plus2}, // 0000-12-31T22:00Z
+		{"now", time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC), nil},
+		{"January 0001", t0, plus2},
+	}
+	for _, c := range cases {
+		got, err := temporal.ParseWhen(c.phrase, c.ref, c.loc)
+		var te *temporal.TimeError
+		if !errors.Is(err, temporal.ErrUnknownTime) || !errors.As(err, &te) || te.Phrase != c.phrase {
+			t.Errorf("%q at %v: %v, %v; want refused as outside years 1..9999", c.phrase, c.ref, got, err)
+		}
+	}
+	if _, err := temporal.ParseWhen("November 0000", t0, nil); err == nil || !strings.Contains(err.Error(), "outside years 1..9999") {
+		t.Errorf("November 0000: %v", err)
+	}
+	for _, d := range []string{"0000-06-01", "0000-06-01T00:00:00Z", "9999-12-31T23:00:00-05:00"} {
+		if got, err := temporal.AsOfInstant(d, t0, nil); !errors.Is(err, temporal.ErrUnknownTime) {
+			t.Errorf("AsOfInstant(%q) = %v, %v", d, got, err)
+		}
+	}
+	// The edges themselves are fine.
+	for _, p := range []string{"0001-01-01", "January 0001", "9999-12-31", "9999-12-31T23:59:59.999999Z"} {
+		if _, err := temporal.ParseWhen(p, t0, nil); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+}
+
 func TestRelative(t *testing.T) {
 	now := at("2026-11-30T10:00:00Z")
 	cases := map[string]string{

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -74,7 +75,9 @@ func Object(raw []byte) (map[string]json.RawMessage, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %v", err)
 	}
-	if dec.More() {
+	// dec.More is false before a stray '}' or ']', so ask for the next
+	// token: only the end of the input is no trailing data.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("trailing data after the object")
 	}
 	return m, nil
