@@ -21,7 +21,8 @@
 // same way on every backend and nothing is written: an empty id
 // (ErrInvalidRecord), a vector of the wrong length (ErrDimensionMismatch),
 // an empty vector, NaN or ±Inf (ErrInvalidVector), a zero vector in a cosine
-// collection (ErrInvalidVector), invalid UTF-8 or NUL bytes in strings, a
+// collection or a squared norm above MaxSquaredNorm in a dot or Euclidean
+// one (ErrInvalidVector), invalid UTF-8 or NUL bytes in strings, a
 // metadata key outside [A-Za-z_][A-Za-z0-9_-]{0,63} (ErrInvalidRecord), a
 // filter on a metadata key the collection does not admit
 // (ErrUnknownFilterField, see Options.MetadataKeys), K outside 1..MaxK

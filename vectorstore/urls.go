@@ -111,6 +111,15 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 	if cfg.Dimension < 0 || cfg.Dimension > MaxDimension {
 		return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "dimension", Msg: "dimension out of range: " + strconv.Itoa(cfg.Dimension)}
 	}
+	// Aliases ("l2", "ip", "Cosine") are resolved here: drivers store,
+	// compare and score by the canonical name only.
+	if cfg.Distance != "" {
+		d, err := driver.ParseDistance(string(cfg.Distance))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Distance = d
+	}
 	if s := q.Get("distance"); s != "" {
 		d, err := driver.ParseDistance(s)
 		if err != nil {
@@ -120,11 +129,6 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 			return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "distance", Msg: "URL and Options disagree"}
 		}
 		cfg.Distance = d
-	}
-	if cfg.Distance != "" {
-		if _, err := driver.ParseDistance(string(cfg.Distance)); err != nil {
-			return nil, err
-		}
 	}
 	if s := q.Get("metadata_keys"); s != "" {
 		keys := strings.Split(s, ",")

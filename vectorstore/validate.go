@@ -23,6 +23,16 @@ const (
 	MaxDimension        = 65536
 )
 
+// MaxSquaredNorm bounds the squared L2 norm of a vector in a dot or
+// Euclidean collection (cosine vectors are normalised, so any finite one
+// fits). Backends score in float32: with |a|² and |b|² at most
+// math.MaxFloat32/4, every dot product (at most |a||b|) and every squared
+// distance (at most (|a|+|b|)² = 4·max(|a|², |b|²)) stays finite, partial
+// sums included, where larger finite vectors give +Inf or NaN (Inf-Inf)
+// scores that break the result order. It allows components up to about
+// 6.5e18/√dimension: far beyond any embedding.
+const MaxSquaredNorm = math.MaxFloat32 / 4
+
 var (
 	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
@@ -98,17 +108,15 @@ func (c *Collection) checkVector(op, id string, v []float32) ([]float32, error) 
 	}
 	out := make([]float32, len(v))
 	if c.info.Distance != driver.DistanceCosine {
-		copy(out, v)
-		if math.IsInf(norm, 0) {
-			return nil, &Error{Code: CodeInvalidVector, Op: op, ID: id, Field: "vector", Msg: "norm overflows"}
+		if norm > MaxSquaredNorm {
+			return nil, &Error{Code: CodeInvalidVector, Op: op, ID: id, Field: "vector",
+				Msg: "squared norm " + strconv.FormatFloat(norm, 'g', 3, 64) + " above MaxSquaredNorm: scores would overflow float32"}
 		}
+		copy(out, v)
 		return out, nil
 	}
 	if norm == 0 {
 		return nil, &Error{Code: CodeInvalidVector, Op: op, ID: id, Field: "vector", Msg: "zero vector has no direction (cosine)"}
-	}
-	if math.IsInf(norm, 0) {
-		return nil, &Error{Code: CodeInvalidVector, Op: op, ID: id, Field: "vector", Msg: "norm overflows"}
 	}
 	n := math.Sqrt(norm)
 	for i, x := range v {

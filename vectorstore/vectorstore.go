@@ -37,7 +37,9 @@ const (
 	Euclidean = driver.DistanceEuclidean
 )
 
-// ParseDistance parses "cosine", "dot" or "euclidean".
+// ParseDistance parses "cosine", "dot" or "euclidean" and their aliases
+// ("cos"; "ip", "inner_product"; "l2", "euclid"), case-insensitively, into
+// the canonical Distance. Options.Distance accepts the same spellings.
 func ParseDistance(s string) (Distance, error) { return driver.ParseDistance(s) }
 
 // Options configure a collection. The zero value is useful: dimension and
@@ -48,7 +50,9 @@ type Options struct {
 	// yet, checked against the stored one when it does. 0 means "as stored".
 	Dimension int
 	// Distance; zero means "as stored", and Cosine when creating. A non-zero
-	// value is checked against an existing collection.
+	// value is checked against an existing collection. Any spelling
+	// ParseDistance accepts works; the collection stores and reports the
+	// canonical one.
 	Distance Distance
 	// MetadataKeys, when non-nil, closes the set of metadata keys: records
 	// carrying other keys fail with ErrInvalidRecord and filters naming
@@ -93,9 +97,13 @@ func NewCollection(d driver.Collection, opts *Options) (*Collection, error) {
 	if info.Dimension <= 0 || info.Dimension > MaxDimension {
 		return nil, &Error{Code: CodeInvalidArgument, Op: "open", Field: "dimension", Msg: "driver reported dimension " + strconv.Itoa(info.Dimension)}
 	}
-	if info.Distance == "" {
-		info.Distance = Cosine
+	// "" is cosine; an alias a driver reports is resolved so that the
+	// normalisation below keys on the canonical name.
+	dist, err := ParseDistance(string(info.Distance))
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "open", Field: "distance", Msg: "driver reported distance " + quote(string(info.Distance))}
 	}
+	info.Distance = dist
 	c := &Collection{drv: d, info: info, now: o.Now}
 	if c.now == nil {
 		c.now = time.Now

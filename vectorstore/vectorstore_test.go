@@ -3,6 +3,7 @@ package vectorstore
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,54 @@ func TestOpenErrorHidesPassword(t *testing.T) {
 	_, err := Open(context.Background(), "postgres://user:s3cret@host:5432/db\x7f", nil)
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// captured is the driver.Config the "capture" test scheme was last opened
+// with; the opener then fails, so no collection is needed.
+var captured driver.Config
+
+var errCaptured = errors.New("captured")
+
+func init() {
+	Register("capture", func(_ context.Context, _ *url.URL, cfg driver.Config) (driver.Collection, error) {
+		captured = cfg
+		return nil, errCaptured
+	})
+}
+
+// TestOpenCanonicalDistance: Options.Distance and the URL's distance may use
+// any spelling ParseDistance accepts; the driver always gets the canonical
+// name (it stores and scores by it), and two spellings of one distance agree.
+func TestOpenCanonicalDistance(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url  string
+		opt  Distance
+		want Distance
+	}{
+		{"capture://x", "l2", Euclidean},
+		{"capture://x", "Cosine", Cosine},
+		{"capture://x", " IP ", Dot},
+		{"capture://x?distance=euclid", "L2", Euclidean},
+		{"capture://x?distance=inner_product", "dot", Dot},
+		{"capture://x?distance=COS", "", Cosine},
+		{"capture://x", "", ""},
+	} {
+		captured = driver.Config{}
+		if _, err := Open(ctx, tc.url, &Options{Distance: tc.opt}); !errors.Is(err, errCaptured) {
+			t.Fatalf("Open(%s, %q): %v", tc.url, tc.opt, err)
+		}
+		if captured.Distance != tc.want {
+			t.Errorf("Open(%s, %q): driver got distance %q, want %q", tc.url, tc.opt, captured.Distance, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		url string
+		opt Distance
+	}{{"capture://x?distance=l2", "dot"}, {"capture://x", "manhattan"}} {
+		if _, err := Open(ctx, tc.url, &Options{Distance: tc.opt}); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Open(%s, %q): %v, want ErrInvalidArgument", tc.url, tc.opt, err)
+		}
 	}
 }

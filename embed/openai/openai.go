@@ -241,6 +241,10 @@ func decodeVector(raw json.RawMessage) ([]float32, error) {
 		v := make([]float32, len(b)/4)
 		for i := range v {
 			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+			// Raw bits can encode what JSON numbers cannot: NaN and ±Inf.
+			if f := float64(v[i]); math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("base64 embedding: component %d is %v", i, v[i])
+			}
 		}
 		return v, nil
 	}

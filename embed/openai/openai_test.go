@@ -365,6 +365,11 @@ func TestMalformedResponses(t *testing.T) {
 		"bad base64":      {`{"data":[{"embedding":"!!","index":0},{"embedding":[0,1],"index":1}]}`, embed.ErrBadResponse},
 		"string numbers":  {`{"data":[{"embedding":["a"],"index":0},{"embedding":[0,1],"index":1}]}`, embed.ErrBadResponse},
 		"ragged dims":     {`{"data":[{"embedding":[1,0],"index":0},{"embedding":[0,1,0],"index":1}]}`, embed.ErrDimensionMismatch},
+		// Base64 carries raw float32 bits, so NaN and ±Inf can arrive.
+		"base64 NaN":    {`{"data":[{"embedding":"AADAfwAAgD8=","index":0},{"embedding":[0,1],"index":1}]}`, embed.ErrBadResponse},
+		"base64 Inf":    {`{"data":[{"embedding":[1,0],"index":0},{"embedding":"AACAfwAAgD8=","index":1}]}`, embed.ErrBadResponse},
+		"base64 -Inf":   {`{"data":[{"embedding":"AACAPwAAgP8=","index":0},{"embedding":[0,1],"index":1}]}`, embed.ErrBadResponse},
+		"json overflow": {`{"data":[{"embedding":[1e39,0],"index":0},{"embedding":[0,1],"index":1}]}`, embed.ErrBadResponse},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(t, 8)

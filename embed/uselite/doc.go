@@ -26,7 +26,9 @@
 // graph whose wiring differs from what the forward pass computes; sizes and
 // constants are taken from the graph, not assumed. The network is:
 //
-//   - tokens: at most the first 128 pieces (MaxTokens) of each text;
+//   - tokens: at most the first 128 pieces (MaxTokens) of each text, and
+//     only as much of a long text is tokenized as decides those pieces
+//     (Tokenizer.EncodePrefix);
 //   - input: emb + (emb + timing), where emb is the 256-wide token embedding
 //     and timing the sinusoidal position signal [sin | cos] (the graph adds
 //     the embedding twice);

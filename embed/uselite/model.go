@@ -95,11 +95,14 @@ func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	}
 	seqs := make([][]int32, len(texts))
 	for i, t := range texts {
-		ids := m.tok.Encode(t)
+		// Only the first maxLen pieces are read, so only they are
+		// computed: a long text costs no more than its first few hundred
+		// characters.
+		ids := m.tok.EncodePrefix(t, m.w.maxLen)
 		if len(ids) == 0 {
 			return nil, &embed.InputError{Index: i}
 		}
-		seqs[i] = ids[:min(len(ids), m.w.maxLen)]
+		seqs[i] = ids
 	}
 	d := m.w.width
 	backing := make([]float32, len(texts)*d)

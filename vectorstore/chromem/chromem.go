@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,9 +82,12 @@ func OpenDriver(ctx context.Context, dir string, cfg driver.Config) (driver.Coll
 		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "collection", "collection name %q must match [A-Za-z0-9_-]{1,128} (it names a directory)", cfg.Name)
 	}
 	if cfg.Distance != "" {
-		if _, err := driver.ParseDistance(string(cfg.Distance)); err != nil {
+		// Store, compare and score by the canonical name, never an alias.
+		d, err := driver.ParseDistance(string(cfg.Distance))
+		if err != nil {
 			return nil, err
 		}
+		cfg.Distance = d
 	}
 	if cfg.Dimension < 0 {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "dimension", "negative dimension %d", cfg.Dimension)
@@ -143,6 +147,11 @@ type collection struct {
 	lock   *os.File
 	size   int64 // bytes of good frames in the log
 	failed error // sticky: a failed append that could not be rolled back
+	// dirDirty: a compaction renamed its new log into place but the
+	// directory fsync after the rename failed. The next append retries the
+	// fsync first, so nothing is acknowledged in a file whose directory
+	// entry might not survive a crash.
+	dirDirty bool
 
 	// mu guards the in-memory state below; writers hold it only to apply.
 	mu        sync.RWMutex
@@ -151,6 +160,10 @@ type collection struct {
 	chr       *chromemgo.Collection     // nil unless cosine
 	closed    bool
 	compacted int // number of compactions, for tests
+	// compactErr is the last compaction's failure, nil after a success; the
+	// write that triggered it was durable already, so it is only reported
+	// (to the default slog logger) and kept here for tests.
+	compactErr error
 }
 
 func noEmbedding(context.Context, string) ([]float32, error) {
@@ -248,9 +261,15 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 	}
 	c.log, c.size = f, good
 	if c.needsCompaction() {
+		// The replayed log is intact, so a failed compaction costs space,
+		// not data: report it and go on, as after a write.
 		if err := c.compact(); err != nil {
-			f.Close()
-			return nil, err
+			if c.failed != nil {
+				c.log.Close()
+				return nil, err
+			}
+			c.compactErr = err
+			slog.Warn("chromem: compaction at open failed; the log is intact and stays in use", "dir", cdir, "err", err)
 		}
 	}
 	return c, nil
@@ -268,9 +287,13 @@ func readMeta(cdir string) (meta, error) {
 	if m.Format != metaFormat || m.Dimension <= 0 {
 		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: unsupported format %d or dimension %d", filepath.Join(cdir, metaFile), m.Format, m.Dimension)
 	}
-	if _, err := driver.ParseDistance(string(m.Distance)); err != nil {
+	d, err := driver.ParseDistance(string(m.Distance))
+	if err != nil {
 		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: %v", filepath.Join(cdir, metaFile), err)
 	}
+	// Earlier versions stored the distance as given: read an alias as
+	// its canonical distance.
+	m.Distance = d
 	return m, nil
 }
 
@@ -280,17 +303,22 @@ func writeMeta(cdir string, m meta) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(cdir, metaFile, func(f *os.File) error {
+	_, err = writeAtomic(cdir, metaFile, func(f *os.File) error {
 		_, err := f.Write(append(b, '\n'))
 		return err
 	})
+	return err
 }
 
-func writeAtomic(cdir, name string, fill func(*os.File) error) error {
+// writeAtomic replaces cdir/name: temp file, fill, fsync, rename, fsync dir.
+// renamed reports whether the rename happened: then the new file is in
+// place (and the old one unlinked) even if err reports the failed directory
+// fsync, and the caller must act on the new file.
+func writeAtomic(cdir, name string, fill func(*os.File) error) (renamed bool, err error) {
 	tmp := filepath.Join(cdir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("chromem: %w", err)
+		return false, fmt.Errorf("chromem: %w", err)
 	}
 	err = fill(f)
 	if err == nil {
@@ -302,17 +330,26 @@ func writeAtomic(cdir, name string, fill func(*os.File) error) error {
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(cdir, name))
 	}
-	if err == nil {
-		err = syncDir(cdir)
-	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("chromem: write %s: %w", name, err)
+		return false, fmt.Errorf("chromem: write %s: %w", name, err)
 	}
-	return nil
+	if err := syncDir(cdir); err != nil {
+		return true, fmt.Errorf("chromem: write %s: renamed into place, but: %w", name, err)
+	}
+	return true, nil
 }
 
+// syncDirFault is a fault-injection seam for tests: when set, syncDir calls
+// it first and fails with its error. It is nil outside tests.
+var syncDirFault func(dir string) error
+
 func syncDir(dir string) error {
+	if syncDirFault != nil {
+		if err := syncDirFault(dir); err != nil {
+			return fmt.Errorf("chromem: sync dir: %w", err)
+		}
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -389,6 +426,12 @@ func (c *collection) Info() driver.Info { return c.info }
 func (c *collection) appendFrame(frame []byte) error {
 	if c.failed != nil {
 		return fmt.Errorf("chromem: log unusable after an earlier failure: %w", c.failed)
+	}
+	if c.dirDirty {
+		if err := syncDir(c.dir); err != nil {
+			return fmt.Errorf("chromem: append to log: the compacted log's directory entry is not durable yet: %w", err)
+		}
+		c.dirDirty = false
 	}
 	_, err := c.log.WriteAt(frame, c.size)
 	if err == nil {
@@ -710,8 +753,11 @@ func (c *collection) maybeCompact() error {
 		return nil
 	}
 	// The write that triggered compaction is already durable; a failed
-	// compaction leaves the old log in place, so it is not the caller's error.
-	_ = c.compact()
+	// compaction leaves a complete log in use (the old one, or the new one
+	// when only the directory fsync failed), so it is not the caller's error.
+	if c.compactErr = c.compact(); c.compactErr != nil {
+		slog.Warn("chromem: compaction failed; the log stays in use", "dir", c.dir, "err", c.compactErr)
+	}
 	return nil
 }
 
@@ -728,7 +774,7 @@ func (c *collection) compact() error {
 	c.mu.RUnlock()
 	slices.SortFunc(recs, func(a, b driver.Record) int { return cmp.Compare(a.ID, b.ID) })
 	var size int64
-	err := writeAtomic(c.dir, logFile, func(f *os.File) error {
+	renamed, err := writeAtomic(c.dir, logFile, func(f *os.File) error {
 		for i := 0; i < len(recs); i += compactChunk {
 			fr := encodeUpsert(recs[i:min(i+compactChunk, len(recs))])
 			if _, err := f.Write(fr); err != nil {
@@ -738,13 +784,14 @@ func (c *collection) compact() error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
+	if !renamed {
+		return err // the old log is untouched and stays in use
 	}
+	// From here the new log is the file on disk and the old one is unlinked:
+	// whatever else failed, never write through the old handle again.
+	syncErr := err
 	nf, err := os.OpenFile(filepath.Join(c.dir, logFile), os.O_RDWR, 0o600)
 	if err != nil {
-		// The new log is in place and durable but cannot be reopened: stop
-		// writing through the old, unlinked handle.
 		c.failed = err
 		return fmt.Errorf("chromem: reopen compacted log: %w", err)
 	}
@@ -753,6 +800,10 @@ func (c *collection) compact() error {
 	c.compacted++
 	if old != nil {
 		_ = old.Close()
+	}
+	if syncErr != nil {
+		c.dirDirty = true
+		return syncErr
 	}
 	return nil
 }
@@ -770,7 +821,15 @@ func (c *collection) Close() error {
 	c.closed = true
 	c.recs = nil
 	c.chr = nil
-	err := c.log.Close()
+	var err error
+	if c.dirDirty {
+		// Nothing was acknowledged since; report that the compacted log's
+		// directory entry may still not be durable.
+		err = syncDir(c.dir)
+	}
+	if cerr := c.log.Close(); err == nil {
+		err = cerr
+	}
 	if lerr := c.lock.Close(); err == nil {
 		err = lerr
 	}

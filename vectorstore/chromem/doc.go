@@ -19,9 +19,15 @@
 // open the log is replayed; a torn last frame (a crash mid-append, never
 // acknowledged) is cut off, while damage to earlier frames fails with
 // vectorstore.ErrCorrupt rather than silently dropping acknowledged data.
-// When the log grows past twice the live data it is compacted by writing a
-// new log and renaming it over the old one. The LOCK file (flock on Unix)
-// stops two processes from writing one collection.
+// That includes a damaged length field (outside the checksum in log format
+// 1): a frame claiming to run past the end of the file counts as torn only
+// if no valid frame follows it (see wal.go). A replay that fails leaves the
+// log untouched. When the log grows past twice the live data it is compacted by
+// writing a new log and renaming it over the old one; a failed compaction
+// (logged with log/slog) leaves a complete log in use, and if only the
+// directory fsync after the rename failed, the next write retries it before
+// appending. The LOCK file (flock on Unix) stops two processes from writing
+// one collection.
 //
 // chromem-go's own persistence is deliberately not used: it rewrites one gob
 // file per document in place (os.Create, no fsync, no rename), so a crash

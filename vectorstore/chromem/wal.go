@@ -24,6 +24,15 @@ import (
 // can be torn (a crash mid-append), and replay truncates it. A bad frame
 // followed by other data is real corruption and fails the open with
 // ErrCorrupt instead of silently dropping acknowledged writes.
+//
+// The checksum covers the payload, not the length field (format 1, kept so
+// existing logs stay readable). A damaged length can make a frame claim to
+// run past the end of the file, which is also what a torn final append
+// looks like. Replay tells them apart by what follows the frame: if the
+// rest of the file is exactly one payload with the frame's checksum, or a
+// complete valid frame starts anywhere after it, acknowledged data follows
+// and the log is corrupt; otherwise the frame is the torn last append. A
+// length above maxFrame is never written, so it is corruption outright.
 
 const (
 	opUpsert byte = 1
@@ -189,6 +198,11 @@ func (d *decoder) record() driver.Record {
 		r.ValidTo = micro(d.varint())
 	}
 	dim := d.uvarint()
+	if d.err == nil && dim > uint64(len(d.b))/4 {
+		// Checked before multiplying: dim*4 can wrap around to a small
+		// number and make would then be asked for dim floats.
+		d.err = errShort
+	}
 	raw := d.bytes(dim * 4)
 	if d.err == nil {
 		r.Vector = make([]float32, dim)
@@ -213,14 +227,18 @@ func decodePayload(p []byte) (entry, error) {
 	if d.err == nil && n > uint64(len(d.b)) {
 		return e, errShort
 	}
+	// n <= len(d.b) bounds the count by the payload size, but a record
+	// takes far more memory than the one byte it can minimally encode to:
+	// preallocate a bounded amount and let append grow with real records.
+	hint := min(n, 1024)
 	switch e.op {
 	case opUpsert:
-		e.recs = make([]driver.Record, 0, n)
+		e.recs = make([]driver.Record, 0, hint)
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			e.recs = append(e.recs, d.record())
 		}
 	case opDelete:
-		e.ids = make([]string, 0, n)
+		e.ids = make([]string, 0, hint)
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			e.ids = append(e.ids, d.str())
 		}
@@ -262,12 +280,16 @@ func replay(f *os.File, apply func(entry, int) error) (int64, error) {
 		}
 		n := int64(binary.LittleEndian.Uint32(hdr[0:4]))
 		sum := binary.LittleEndian.Uint32(hdr[4:8])
+		if n > maxFrame {
+			// No append writes such a length, and a torn header holds a
+			// prefix of a real one (or zeros), never more.
+			return off, tailOrCorrupt(f, off, size, "frame length %d too large at offset %d", n, off)
+		}
 		end := off + frameHeader + n
 		if end > size {
-			return off, nil // torn: the length was written, the payload not all
-		}
-		if n > maxFrame {
-			return off, tailOrCorrupt(f, off, size, "frame length %d too large", n)
+			// Torn (the length was written, the payload not all) unless
+			// acknowledged data follows: then the length is damaged.
+			return off, pastEnd(f, off, size, n, sum)
 		}
 		if int64(cap(buf)) < n {
 			buf = make([]byte, n)
@@ -322,4 +344,98 @@ func tailOrCorrupt(f *os.File, off, size int64, format string, args ...any) erro
 		}
 	}
 	return nil // only zeros follow: a preallocated, never-written tail
+}
+
+// pastEnd decides whether the frame at off, whose length n runs past the end
+// of the file, is a torn final append (nil) or a damaged length field in
+// front of acknowledged data (ErrCorrupt). The length is outside the
+// checksum, so damage to it shows only through what follows: the frame's
+// own complete payload (the last frame's length was damaged) or a later
+// valid frame (an earlier frame's length was damaged). A torn append leaves
+// neither: its payload is incomplete and nothing was appended after it.
+func pastEnd(f *os.File, off, size, n int64, sum uint32) error {
+	if rest := size - off - frameHeader; rest > 0 {
+		h := crc32.New(crcTable)
+		if _, err := io.Copy(h, io.NewSectionReader(f, off+frameHeader, rest)); err != nil {
+			return err
+		}
+		if h.Sum32() == sum {
+			return driver.Errorf(driver.CodeCorrupt, "open", "", "frame at offset %d claims %d bytes, but the %d bytes after its header are its complete payload: damaged length field", off, n, rest)
+		}
+	}
+	p, err := laterFrame(f, off+frameHeader+1, size)
+	if err != nil {
+		return err
+	}
+	if p >= 0 {
+		return driver.Errorf(driver.CodeCorrupt, "open", "", "frame at offset %d claims %d bytes, past the end of the file, but a valid frame starts at offset %d: damaged length field, not a torn write", off, n, p)
+	}
+	return nil
+}
+
+// laterFrame returns the offset of the first complete valid frame starting
+// in [from, size), or -1. A candidate needs a length that fits in the file,
+// a known op byte, a successor that can be a frame header (or the end of the
+// file, or a torn header), a matching checksum and a payload that decodes.
+// The cheap tests come first, so the checksum is computed for very few
+// offsets. The scan runs only when open finds a frame running past the end
+// of the file, i.e. after a crash or on damage. It errs on the safe side: a
+// torn batch whose payload happens to embed a valid frame (record text
+// holding log bytes) reads as corruption, so open fails instead of
+// guessing; it never truncates acknowledged frames.
+func laterFrame(f *os.File, from, size int64) (int64, error) {
+	const win = 64 << 10
+	const need = frameHeader + 1 // header and op byte
+	buf := make([]byte, win+need)
+	for base := from; base+need <= size; base += win {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return -1, err
+		}
+		for i := 0; i < win && i+need <= k; i++ {
+			ok, err := validFrameAt(f, base+int64(i), size, buf[i:i+need])
+			if err != nil {
+				return -1, err
+			}
+			if ok {
+				return base + int64(i), nil
+			}
+		}
+	}
+	return -1, nil
+}
+
+// validFrameAt reports whether a complete valid frame starts at p; head
+// holds the file's bytes p .. p+frameHeader (the header and the op byte).
+func validFrameAt(f *os.File, p, size int64, head []byte) (bool, error) {
+	n := int64(binary.LittleEndian.Uint32(head[0:4]))
+	if n == 0 || n > maxFrame || p+frameHeader+n > size {
+		return false, nil
+	}
+	if op := head[frameHeader]; op != opUpsert && op != opDelete {
+		return false, nil
+	}
+	if end := p + frameHeader + n; size-end >= frameHeader+1 {
+		var next [frameHeader + 1]byte
+		if _, err := f.ReadAt(next[:], end); err != nil {
+			return false, err
+		}
+		n2 := binary.LittleEndian.Uint32(next[0:4])
+		if n2 == 0 || n2 > maxFrame || next[frameHeader] != opUpsert && next[frameHeader] != opDelete {
+			return false, nil
+		}
+	}
+	h := crc32.New(crcTable)
+	if _, err := io.Copy(h, io.NewSectionReader(f, p+frameHeader, n)); err != nil {
+		return false, err
+	}
+	if h.Sum32() != binary.LittleEndian.Uint32(head[4:8]) {
+		return false, nil
+	}
+	payload := make([]byte, n)
+	if _, err := f.ReadAt(payload, p+frameHeader); err != nil {
+		return false, err
+	}
+	_, err := decodePayload(payload)
+	return err == nil, nil
 }

@@ -1,9 +1,12 @@
 package chromem
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,5 +287,106 @@ func TestOpenURL(t *testing.T) {
 	c.Close()
 	if _, err := os.Stat(filepath.Join(dir, "rel", "data", "r", metaFile)); err != nil {
 		t.Fatalf("relative URL: %v", err)
+	}
+}
+
+// frameStarts returns the offset of every frame of a well-formed log.
+func frameStarts(t *testing.T, log []byte) []int {
+	t.Helper()
+	var offs []int
+	for off := 0; off < len(log); {
+		offs = append(offs, off)
+		off += frameHeader + int(binary.LittleEndian.Uint32(log[off:]))
+	}
+	return offs
+}
+
+// TestDamagedLengthIsCorruption flips every bit of every frame's length
+// field. The length is not covered by the checksum, so a damaged one used
+// to make open treat the frame as a torn tail and truncate the log there:
+// acknowledged frames after it vanished and a deleted record came back. Every
+// such flip must be ErrCorrupt, with the log left exactly as it was.
+func TestDamagedLengthIsCorruption(t *testing.T) {
+	src := t.TempDir()
+	full, _ := writeThree(t, src)
+	starts := frameStarts(t, full)
+	if len(starts) != 3 {
+		t.Fatalf("%d frames, want 3", len(starts))
+	}
+	for fi, off := range starts {
+		for bit := 0; bit < 32; bit++ {
+			bad := append([]byte(nil), full...)
+			bad[off+bit/8] ^= 1 << (bit % 8)
+			dir := copyColl(t, bad, src)
+			c, err := OpenCollection(bg, dir, "c", nil)
+			if err == nil {
+				got := ids(t, c)
+				c.Close()
+				t.Fatalf("frame %d, length bit %d flipped: open succeeded with records %q, want ErrCorrupt", fi, bit, got)
+			}
+			if !errors.Is(err, vectorstore.ErrCorrupt) {
+				t.Fatalf("frame %d, length bit %d flipped: %v, want ErrCorrupt", fi, bit, err)
+			}
+			after, rerr := os.ReadFile(filepath.Join(dir, "c", logFile))
+			if rerr != nil || !bytes.Equal(after, bad) {
+				t.Fatalf("frame %d, length bit %d flipped: the failed open changed the log (%d -> %d bytes)", fi, bit, len(bad), len(after))
+			}
+		}
+	}
+}
+
+// TestTornTailWithLengthPastEnd checks the torn-tail side of the same
+// decision: a last frame whose header was written in full but whose payload
+// was cut short is still recovered, also when garbage or zeros follow.
+func TestTornTailWithLengthPastEnd(t *testing.T) {
+	src := t.TempDir()
+	full, third := writeThree(t, src)
+	for _, cut := range []int64{third + frameHeader, third + frameHeader + 1, int64(len(full)) - 1} {
+		dir := copyColl(t, full[:cut], src)
+		c, err := OpenCollection(bg, dir, "c", nil)
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		if got := ids(t, c); got != "b" {
+			t.Fatalf("cut %d: %q, want b", cut, got)
+		}
+		c.Close()
+		if st, _ := os.Stat(filepath.Join(dir, "c", logFile)); st.Size() != third {
+			t.Fatalf("cut %d: log is %d bytes after recovery, want %d", cut, st.Size(), third)
+		}
+	}
+}
+
+// TestHugeDimensionFrame feeds replay a frame with a valid checksum whose
+// vector length makes dim*4 overflow: it must be ErrCorrupt, not a panic in
+// make.
+func TestHugeDimensionFrame(t *testing.T) {
+	src := t.TempDir()
+	full, _ := writeThree(t, src)
+	for _, dim := range []uint64{1 << 62, 1<<62 + 1, 1 << 40, math.MaxUint64} {
+		e := encoder{}
+		e.b = append(e.b, opUpsert)
+		e.uvarint(1)
+		for range 6 {
+			e.str("") // id, layer, kind, thread, resource, text
+		}
+		e.uvarint(0) // metadata
+		e.varint(0)  // created
+		e.b = append(e.b, 0)
+		e.uvarint(dim)
+		log := append(append([]byte(nil), full...), frame(e.b)...)
+		_, err := OpenCollection(bg, copyColl(t, log, src), "c", nil)
+		if !errors.Is(err, vectorstore.ErrCorrupt) {
+			t.Fatalf("dim %d: %v, want ErrCorrupt", dim, err)
+		}
+	}
+	// A count one larger than the payload holds is corrupt too.
+	e := encoder{}
+	e.b = append(e.b, opDelete)
+	e.uvarint(1 << 20)
+	e.b = append(e.b, make([]byte, 1<<20-1)...)
+	log := append(append([]byte(nil), full...), frame(e.b)...)
+	if _, err := OpenCollection(bg, copyColl(t, log, src), "c", nil); !errors.Is(err, vectorstore.ErrCorrupt) {
+		t.Fatalf("delete of 1M ids with one missing: %v, want ErrCorrupt", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -307,5 +308,53 @@ func TestCreatesExtension(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLongestSimpleName: a 44-byte simple name gives a 55-byte table name,
+// whose "_resource" index name is one byte over PostgreSQL's 63-byte limit
+// and truncated by the server. Creating, reopening (which re-runs the
+// CREATE INDEX IF NOT EXISTS migrations against the catalog) and dropping
+// such a collection works, and every index exists.
+func TestLongestSimpleName(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	name := fmt.Sprintf("%s%08x", strings.Repeat("n", 36), rand.Uint32())
+	if len(name) != 44 || !simpleNameRE.MatchString(name) || len(tableFor(name)) != 55 {
+		t.Fatalf("test name %q is not a longest simple name (table %q)", name, tableFor(name))
+	}
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	for round := 0; round < 2; round++ {
+		c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		id := fmt.Sprint("r", round)
+		if err := c.Upsert(ctx, vectorstore.Record{ID: id, Scope: vectorstore.Scope{Resource: "res"}, Vector: []float32{1, float32(round)}}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Count(ctx, vectorstore.Filter{Resource: "res"}); err != nil || n != round+1 {
+			t.Fatalf("round %d: count %d, %v", round, n, err)
+		}
+		c.Close()
+	}
+	var idx []string
+	rows, err := pool.Query(ctx, "SELECT indexname FROM pg_indexes WHERE tablename = $1 ORDER BY indexname", tableFor(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	table := tableFor(name)
+	want := []string{table + "_created", table + "_hnsw", table + "_layer", table + "_meta", table + "_pkey", (table + "_resource")[:63], table + "_thread"}
+	if !slices.Equal(idx, want) {
+		t.Fatalf("indexes %v, want %v", idx, want)
 	}
 }

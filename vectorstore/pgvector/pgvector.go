@@ -163,9 +163,12 @@ func OpenDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 		return nil, bad("dimension", "dimension %d out of range (pgvector stores 1..%d)", cfg.Dimension, maxVectorDim)
 	}
 	if cfg.Distance != "" {
-		if _, err := driver.ParseDistance(string(cfg.Distance)); err != nil {
+		// The catalog stores, and the queries use, the canonical name only.
+		d, err := driver.ParseDistance(string(cfg.Distance))
+		if err != nil {
 			return nil, err
 		}
+		cfg.Distance = d
 	}
 	if o.Schema != "" && (!identRE.MatchString(o.Schema) || len(o.Schema) > 63) {
 		return nil, bad("schema", "schema %q must match [A-Za-z_][A-Za-z0-9_]*", o.Schema)

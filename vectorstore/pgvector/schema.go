@@ -96,8 +96,17 @@ var simpleNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,43}$`)
 // tableFor maps a collection name to its table name (unquoted). Simple
 // lower-case names are kept readable ("memories" -> strata_vec_memories);
 // any other name gets a sanitised prefix and 12 hex digits of its SHA-256,
-// so every name maps to a distinct valid identifier of at most 55 bytes,
-// leaving room for index suffixes within PostgreSQL's 63-byte limit.
+// so every name maps to a distinct valid identifier within PostgreSQL's
+// 63-byte limit: at most 55 bytes for a simple name, 54 for a hashed one.
+//
+// Index names append a suffix of up to 9 bytes ("_resource"), which fits
+// except for the longest simple names: 55+9 is one byte over the limit, and
+// PostgreSQL truncates that index name to 63 bytes (with a NOTICE). The
+// truncation is the same on every CREATE INDEX IF NOT EXISTS, and the
+// truncated name is still unique (no other table's name or index can
+// produce it), so those collections work. The limit is not lowered
+// because the catalog records each collection's table name and an existing
+// collection must keep mapping to it.
 func tableFor(name string) string {
 	if simpleNameRE.MatchString(name) {
 		return TablePrefix + name

@@ -6,7 +6,8 @@
 //
 // URL parameters beyond the common ones (collection, dimension, distance,
 // metadata_keys): api_key (else $QDRANT_API_KEY), tls=true, exact=true,
-// pool=N. OpenCollection takes an existing *qdrant.Client instead.
+// pool=N, timeout=10s. OpenCollection takes an existing *qdrant.Client
+// instead.
 //
 // # Mapping
 //
@@ -33,7 +34,12 @@
 // its write-ahead log. An Upsert of more than 256 records is sent as several
 // requests, each atomic; a failure part-way leaves earlier requests applied.
 // Queries use HNSW unless Options.Exact (URL exact=true) is set; Qdrant
-// searches small collections exactly in any case.
+// searches small collections exactly in any case. Each call whose context
+// has no deadline is bounded by Options.Timeout (default 30 s), so a hung
+// server fails the call with context.DeadlineExceeded instead of blocking
+// it forever. DeleteWhere scans the matching ids, then deletes with the
+// filter AND those ids, so a record moved out of the filter in between is
+// kept.
 //
 // # Tests
 //

@@ -44,6 +44,14 @@ type fakeQdrant struct {
 	calls   map[string]int
 	// waits records the Wait flag of every write.
 	waits []bool
+	// deletes records every points Delete request.
+	deletes []*qc.DeletePoints
+	// afterScroll, when set, runs at the end of every Scroll, under mu, to
+	// simulate a concurrent writer between a driver's reads and writes.
+	afterScroll func(c *fakeColl)
+	// delay, when set, makes every points request wait that long first (or
+	// until the request's context ends), to simulate a hung server.
+	delay time.Duration
 }
 
 type fakeColl struct {
@@ -83,7 +91,17 @@ func serveFake() (*fakeQdrant, string, func(), error) {
 			f.apiKeys = append(f.apiKeys, md.Get("api-key")...)
 		}
 		f.calls[info.FullMethod]++
+		delay := f.delay
 		f.mu.Unlock()
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+		}
 		return h(ctx, req)
 	}))
 	qc.RegisterQdrantServer(s, f)
@@ -276,6 +294,7 @@ func (s pointsServer) Delete(_ context.Context, r *qc.DeletePoints) (*qc.PointsO
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waits = append(s.waits, r.GetWait())
+	s.deletes = append(s.deletes, proto.Clone(r).(*qc.DeletePoints))
 	c, err := s.coll(r.GetCollectionName())
 	if err != nil {
 		return nil, err
@@ -513,6 +532,9 @@ func (s pointsServer) Scroll(_ context.Context, r *qc.ScrollPoints) (*qc.ScrollR
 	out := make([]*qc.RetrievedPoint, len(pts))
 	for i, p := range pts {
 		out[i] = p.retrieved(r.GetWithPayload(), r.GetWithVectors())
+	}
+	if s.afterScroll != nil {
+		s.afterScroll(c)
 	}
 	return &qc.ScrollResponse{Result: out, NextPageOffset: next}, nil
 }

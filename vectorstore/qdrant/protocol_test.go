@@ -3,13 +3,17 @@ package qdrant
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	qc "github.com/qdrant/go-client/qdrant"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
@@ -256,4 +260,130 @@ func realAddr(t *testing.T) string {
 			"and run `STRATA_QDRANT_ADDR=localhost:6334 go test -race ./vectorstore/qdrant/`")
 	}
 	return addr
+}
+
+// TestProtocolDeleteWhereRace moves a matching record out of the filter's
+// scope between DeleteWhere's scan and its delete, as a concurrent
+// re-upsert by another writer would. The delete must carry the filter
+// conditions along with the scanned ids, so the moved record survives.
+func TestProtocolDeleteWhereRace(t *testing.T) {
+	f, addr := startFake(t)
+	cl := newClient(t, addr, "")
+	ctx := context.Background()
+	c, err := OpenCollection(ctx, cl, "race", &vectorstore.Options{Dimension: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, r := range []vectorstore.Record{
+		{ID: "a", Scope: vectorstore.Scope{Thread: "t1"}, Vector: []float32{1, 0}},
+		{ID: "b", Scope: vectorstore.Scope{Thread: "t1"}, Vector: []float32{0, 1}},
+		{ID: "c", Scope: vectorstore.Scope{Thread: "t2"}, Vector: []float32{1, 1}},
+	} {
+		if err := c.Upsert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	f.afterScroll = func(fc *fakeColl) {
+		fc.points[PointID("b")].payload[keyThread] = qc.NewValueString("t2")
+		f.afterScroll = nil
+	}
+	f.deletes = nil
+	f.mu.Unlock()
+	if _, err := c.DeleteWhere(ctx, vectorstore.Filter{Thread: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "a"); !errors.Is(err, vectorstore.ErrNotFound) {
+		t.Fatalf("a: %v, want deleted", err)
+	}
+	b, err := c.Get(ctx, "b")
+	if err != nil || b.Scope.Thread != "t2" {
+		t.Fatalf("b, moved to thread t2 before the delete: %+v %v, want kept", b, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.deletes) != 1 {
+		t.Fatalf("%d delete requests, want 1", len(f.deletes))
+	}
+	flt := f.deletes[0].GetPoints().GetFilter()
+	var hasIDs []string
+	var thread string
+	for _, cond := range flt.GetMust() {
+		if h := cond.GetHasId(); h != nil {
+			for _, id := range h.GetHasId() {
+				hasIDs = append(hasIDs, id.GetUuid())
+			}
+		}
+		if fc := cond.GetField(); fc != nil && fc.GetKey() == keyThread {
+			thread = fc.GetMatch().GetKeyword()
+		}
+	}
+	slices.Sort(hasIDs)
+	want := []string{PointID("a"), PointID("b")}
+	slices.Sort(want)
+	if !slices.Equal(hasIDs, want) || thread != "t1" {
+		t.Fatalf("delete selector %v: has_id %v, thread %q; want has_id %v AND thread t1", flt, hasIDs, thread, want)
+	}
+}
+
+// TestProtocolTimeout: against a server that does not answer, a call whose
+// context has no deadline fails once Options.Timeout passes, with an error
+// matching context.DeadlineExceeded; a caller's own deadline is kept.
+func TestProtocolTimeout(t *testing.T) {
+	f, addr := startFake(t)
+	cl := newClient(t, addr, "")
+	ctx := context.Background()
+	c, err := OpenCollection(ctx, cl, "slow", &vectorstore.Options{Dimension: 2}, &Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f.mu.Lock()
+	f.delay = time.Minute // "hung": far longer than the test may take
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.delay = 0
+		f.mu.Unlock()
+	}()
+	if _, err := c.Count(ctx, vectorstore.Filter{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Count against a hung server: %v, want context.DeadlineExceeded", err)
+	}
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "x", Vector: []float32{1, 0}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Upsert against a hung server: %v, want context.DeadlineExceeded", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := c.Count(cctx, vectorstore.Filter{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Count with a cancelled context: %v, want context.Canceled", err)
+	}
+	// Opening is bounded too.
+	if _, err := OpenDriver(ctx, cl, driver.Config{Name: "slow"}, &Options{Timeout: 100 * time.Millisecond}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("OpenDriver against a hung server: %v, want context.DeadlineExceeded", err)
+	}
+	// The URL parameter.
+	for _, v := range []string{"0s", "-1s", "soon"} {
+		_, err := vectorstore.Open(ctx, "qdrant://"+addr+"?collection=slow&timeout="+v, nil)
+		if !errors.Is(err, vectorstore.ErrInvalidArgument) {
+			t.Errorf("timeout=%s: %v, want ErrInvalidArgument", v, err)
+		}
+	}
+	if _, err := vectorstore.Open(ctx, "qdrant://"+addr+"?collection=slow&timeout=150ms", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Open with timeout=150ms against a hung server: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestWithCtxDeadlineStatus: the server can answer DeadlineExceeded a
+// moment before the client's context shows it; the error must still match
+// context.DeadlineExceeded.
+func TestWithCtxDeadlineStatus(t *testing.T) {
+	st := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	err := qerr(context.Background(), fmt.Errorf("Upsert() failed: x: %w", st))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v does not match context.DeadlineExceeded", err)
+	}
+	if err := qerr(context.Background(), status.Error(codes.Unavailable, "down")); errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Fatalf("%v matches a context error", err)
+	}
 }

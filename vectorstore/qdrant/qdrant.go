@@ -52,6 +52,9 @@ func PointID(recordID string) string {
 // well under gRPC message limits.
 const upsertChunk = 256
 
+// DefaultTimeout is the default of Options.Timeout.
+const DefaultTimeout = 30 * time.Second
+
 // Options are the Qdrant-specific options. The zero value is useful.
 type Options struct {
 	// Exact makes every query an exact (brute force) search instead of an
@@ -61,6 +64,12 @@ type Options struct {
 	// CloseClient makes Close also close the client (set when the driver
 	// created the client itself, as Open by URL does).
 	CloseClient bool
+	// Timeout bounds each driver call (OpenDriver included) whose context
+	// has no deadline, so a hung server cannot block a caller forever; a
+	// call that hits it fails with an error matching
+	// context.DeadlineExceeded. 0 means DefaultTimeout (30 s), negative
+	// means no bound beyond ctx. URL parameter: timeout=10s.
+	Timeout time.Duration
 }
 
 // OpenCollection opens, creating if needed, the Qdrant collection name
@@ -83,10 +92,46 @@ func OpenCollection(ctx context.Context, client *qc.Client, name string, opts *v
 }
 
 type collection struct {
-	cl    *qc.Client
-	info  driver.Info
-	exact bool
-	owns  bool
+	cl      *qc.Client
+	info    driver.Info
+	exact   bool
+	owns    bool
+	timeout time.Duration // Options.Timeout with the default applied
+}
+
+// bound applies Options.Timeout to a context without a deadline.
+func (c *collection) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout < 0 {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// withCtx adds the context's error to err when the context ended (the
+// caller's deadline or cancellation, or Options.Timeout): the client
+// reports it as a gRPC status, which errors.Is cannot match with
+// context.DeadlineExceeded or context.Canceled. A DeadlineExceeded status
+// counts as the deadline even when ctx does not show it yet: the deadline
+// travels to the server, which can give up a moment before the client.
+func withCtx(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded {
+			cerr = context.DeadlineExceeded
+		}
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
+}
+
+// qerr wraps an error of a client call made under ctx.
+func qerr(ctx context.Context, err error) error {
+	return withCtx(ctx, fmt.Errorf("qdrant: %w", err))
 }
 
 var toQdrant = map[driver.Distance]qc.Distance{
@@ -113,20 +158,30 @@ func OpenDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts
 	if cfg.Name == "" {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "collection", "empty collection name")
 	}
-	dist := cfg.Distance
-	if dist == "" {
-		dist = driver.DistanceCosine // for creation; "" accepts any stored distance
+	// "" is cosine for creation and accepts any stored distance; aliases
+	// ("l2", "ip", "Cosine") map to their canonical distance.
+	dist, err := driver.ParseDistance(string(cfg.Distance))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Distance != "" {
+		cfg.Distance = dist
 	}
 	qd, ok := toQdrant[dist]
 	if !ok {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "distance", "unknown distance %q", cfg.Distance)
 	}
-	c := &collection{cl: client, exact: o.Exact, owns: o.CloseClient,
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	c := &collection{cl: client, exact: o.Exact, owns: o.CloseClient, timeout: o.Timeout,
 		info: driver.Info{Name: cfg.Name, Driver: "qdrant"}}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 
 	exists, err := client.CollectionExists(ctx, cfg.Name)
 	if err != nil {
-		return nil, fmt.Errorf("qdrant: collection exists %q: %w", cfg.Name, err)
+		return nil, withCtx(ctx, fmt.Errorf("qdrant: collection exists %q: %w", cfg.Name, err))
 	}
 	if !exists {
 		if cfg.Dimension == 0 {
@@ -138,12 +193,12 @@ func OpenDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts
 		})
 		// Another process may have created it between the check and here.
 		if err != nil && status.Code(errors.Unwrap(err)) != codes.AlreadyExists && status.Code(err) != codes.AlreadyExists {
-			return nil, fmt.Errorf("qdrant: create collection %q: %w", cfg.Name, err)
+			return nil, withCtx(ctx, fmt.Errorf("qdrant: create collection %q: %w", cfg.Name, err))
 		}
 	}
 	info, err := client.GetCollectionInfo(ctx, cfg.Name)
 	if err != nil {
-		return nil, fmt.Errorf("qdrant: collection info %q: %w", cfg.Name, err)
+		return nil, withCtx(ctx, fmt.Errorf("qdrant: collection info %q: %w", cfg.Name, err))
 	}
 	params := info.GetConfig().GetParams().GetVectorsConfig().GetParams()
 	if params == nil {
@@ -188,7 +243,7 @@ func OpenDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts
 		if _, err := client.CreateFieldIndex(ctx, &qc.CreateFieldIndexCollection{
 			CollectionName: cfg.Name, Wait: qc.PtrOf(true), FieldName: k, FieldType: &ft,
 		}); err != nil {
-			return nil, fmt.Errorf("qdrant: create payload index %q on %q: %w", k, cfg.Name, err)
+			return nil, withCtx(ctx, fmt.Errorf("qdrant: create payload index %q on %q: %w", k, cfg.Name, err))
 		}
 	}
 	return c, nil
@@ -360,6 +415,8 @@ func filterOf(must []*qc.Condition) *qc.Filter {
 }
 
 func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	for i := 0; i < len(recs); i += upsertChunk {
 		chunk := recs[i:min(i+upsertChunk, len(recs))]
 		pts := make([]*qc.PointStruct, len(chunk))
@@ -369,19 +426,21 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 		// Wait: the call returns once the points are applied and in
 		// Qdrant's write-ahead log, which is what "acknowledged" means here.
 		if _, err := c.cl.Upsert(ctx, &qc.UpsertPoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true), Points: pts}); err != nil {
-			return fmt.Errorf("qdrant: %w", err)
+			return qerr(ctx, err)
 		}
 	}
 	return nil
 }
 
 func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	pts, err := c.cl.Get(ctx, &qc.GetPoints{
 		CollectionName: c.info.Name, Ids: []*qc.PointId{qc.NewIDUUID(PointID(id))},
 		WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(true),
 	})
 	if err != nil {
-		return driver.Record{}, false, fmt.Errorf("qdrant: %w", err)
+		return driver.Record{}, false, qerr(ctx, err)
 	}
 	if len(pts) == 0 {
 		return driver.Record{}, false, nil
@@ -396,18 +455,23 @@ func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, e
 	return r, true, nil
 }
 
+// deleteChunk bounds the ids per Delete request.
+const deleteChunk = 1000
+
 func (c *collection) deleteIDs(ctx context.Context, pids []*qc.PointId) error {
-	for i := 0; i < len(pids); i += 1000 {
+	for i := 0; i < len(pids); i += deleteChunk {
 		_, err := c.cl.Delete(ctx, &qc.DeletePoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true),
-			Points: qc.NewPointsSelector(pids[i:min(i+1000, len(pids))]...)})
+			Points: qc.NewPointsSelector(pids[i:min(i+deleteChunk, len(pids))]...)})
 		if err != nil {
-			return fmt.Errorf("qdrant: %w", err)
+			return qerr(ctx, err)
 		}
 	}
 	return nil
 }
 
 func (c *collection) Delete(ctx context.Context, ids []string) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	pids := make([]*qc.PointId, len(ids))
 	for i, id := range ids {
 		pids[i] = qc.NewIDUUID(PointID(id))
@@ -415,28 +479,43 @@ func (c *collection) Delete(ctx context.Context, ids []string) error {
 	return c.deleteIDs(ctx, pids)
 }
 
-// DeleteWhere collects the matching point ids, then deletes exactly those,
-// so the returned count is what was removed (Qdrant's delete-by-filter does
-// not report a count).
+// DeleteWhere collects the matching point ids, then deletes those ids that
+// still match: the delete's selector is the filter itself AND has_id(the
+// scanned ids). Qdrant's delete-by-filter does not report a count, hence
+// the scan; the filter in the delete keeps a record that another writer
+// moved out of the filter's scope between the scan and the delete (a
+// delete by ids alone would remove it). The count is the number of records
+// the scan matched, which under such a concurrent move can exceed the
+// number removed.
 func (c *collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	must := conditions(&f)
 	var pids []*qc.PointId
-	err := c.scrollAll(ctx, filterOf(conditions(&f)), false, func(p *qc.RetrievedPoint) error {
+	err := c.scrollAll(ctx, filterOf(must), false, func(p *qc.RetrievedPoint) error {
 		pids = append(pids, p.GetId())
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	if err := c.deleteIDs(ctx, pids); err != nil {
-		return 0, err
+	for i := 0; i < len(pids); i += deleteChunk {
+		sel := append([]*qc.Condition{qc.NewHasID(pids[i:min(i+deleteChunk, len(pids))]...)}, must...)
+		_, err := c.cl.Delete(ctx, &qc.DeletePoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true),
+			Points: qc.NewPointsSelectorFilter(&qc.Filter{Must: sel})})
+		if err != nil {
+			return 0, qerr(ctx, err)
+		}
 	}
 	return len(pids), nil
 }
 
 func (c *collection) Count(ctx context.Context, f driver.Filter) (int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	n, err := c.cl.Count(ctx, &qc.CountPoints{CollectionName: c.info.Name, Filter: filterOf(conditions(&f)), Exact: qc.PtrOf(true)})
 	if err != nil {
-		return 0, fmt.Errorf("qdrant: %w", err)
+		return 0, qerr(ctx, err)
 	}
 	return int(n), nil
 }
@@ -450,7 +529,7 @@ func (c *collection) scrollAll(ctx context.Context, filter *qc.Filter, withData 
 			WithPayload: qc.NewWithPayload(withData), WithVectors: qc.NewWithVectors(withData),
 		})
 		if err != nil {
-			return fmt.Errorf("qdrant: %w", err)
+			return qerr(ctx, err)
 		}
 		for _, p := range pts {
 			if err := fn(p); err != nil {
@@ -470,6 +549,8 @@ func (c *collection) scrollAll(ctx context.Context, filter *qc.Filter, withData 
 // cursor's id) and the group at the page's last instant (so no record of
 // it is cut arbitrarily), and orders by id itself.
 func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Record, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	base := conditions(&q.Filter)
 	var out []driver.Record
 	seen := map[string]bool{}
@@ -513,7 +594,7 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 			OrderBy: &qc.OrderBy{Key: keyCreatedAt, Direction: &dir},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("qdrant: %w", err)
+			return nil, qerr(ctx, err)
 		}
 		for _, p := range pts {
 			if err := add(p); err != nil {
@@ -548,6 +629,8 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 // returned (no unseen point can then tie it), or until Qdrant returns fewer
 // points than asked (all candidates seen), and breaks ties by id itself.
 func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.Match, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	filter := filterOf(conditions(&q.Filter))
 	var params *qc.SearchParams
 	if c.exact {
@@ -560,7 +643,7 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 			Limit: qc.PtrOf(uint64(n)), WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(q.WithVectors),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("qdrant: %w", err)
+			return nil, qerr(ctx, err)
 		}
 		ms := make([]driver.Match, 0, len(pts))
 		for _, p := range pts {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	qc "github.com/qdrant/go-client/qdrant"
 
@@ -23,7 +24,8 @@ func init() { vectorstore.Register(Scheme, openURL) }
 
 // openURL opens "qdrant://host:6334?collection=memories". Parameters beyond
 // the common ones: api_key (else $QDRANT_API_KEY), tls=true, exact=true
-// (exact search, see Options.Exact), pool (gRPC connections, default 1).
+// (exact search, see Options.Exact), pool (gRPC connections, default 1),
+// timeout (per call, see Options.Timeout, e.g. 10s).
 func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
 	bad := func(field, format string, args ...any) error {
 		return driver.Errorf(driver.CodeInvalidArgument, "open", field, format, args...)
@@ -60,8 +62,13 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 				err = strconv.ErrRange
 			}
 			qcfg.PoolSize = uint(n)
+		case "timeout":
+			o.Timeout, err = time.ParseDuration(v)
+			if err == nil && o.Timeout <= 0 {
+				err = strconv.ErrRange
+			}
 		default:
-			return nil, bad("url", "unknown qdrant URL parameter %q (known: collection, dimension, distance, metadata_keys, api_key, tls, exact, pool)", k)
+			return nil, bad("url", "unknown qdrant URL parameter %q (known: collection, dimension, distance, metadata_keys, api_key, tls, exact, pool, timeout)", k)
 		}
 		if err != nil {
 			return nil, bad(k, "bad value %q: %v", v, err)

@@ -230,6 +230,29 @@ func testInvalidInput(t *testing.T, s *suite) {
 		if err != nil || got.Vector[0] != 0 || got.Vector[1] != 0 {
 			t.Fatalf("%s zero vector: %v %v", d, got.Vector, err)
 		}
+		// Finite but huge vectors: their scores would overflow float32
+		// (+Inf, or NaN from Inf-Inf) and break the ordering. Rejected,
+		// also as a query; large but safe ones are kept.
+		huge := []float32{3e19, -3e19}
+		err = cd.Upsert(ctx, vectorstore.Record{ID: "ok", Vector: []float32{1, 1}, CreatedAt: base},
+			vectorstore.Record{ID: "huge", Vector: huge, CreatedAt: base})
+		wantCode(t, err, vectorstore.CodeInvalidVector, vectorstore.ErrInvalidVector, string(d)+" huge vector")
+		if n := mustCount(t, cd, vectorstore.Filter{}); n != 1 {
+			t.Fatalf("%s: %d records after a batch with a huge vector, want 1", d, n)
+		}
+		_, err = cd.Query(ctx, huge, vectorstore.QueryOptions{K: 1})
+		wantCode(t, err, vectorstore.CodeInvalidVector, vectorstore.ErrInvalidVector, string(d)+" huge query")
+		big := []float32{4e18, -4e18}
+		mustUpsert(t, cd, vectorstore.Record{ID: "big", Vector: big, CreatedAt: base})
+		ms, err := cd.Query(ctx, big, vectorstore.QueryOptions{K: 2})
+		if err != nil || len(ms) != 2 || ms[0].Record.ID != "big" {
+			t.Fatalf("%s: query with a large vector: %v %v", d, ms, err)
+		}
+		for _, m := range ms {
+			if math.IsNaN(m.Score) || math.IsInf(m.Score, 0) {
+				t.Fatalf("%s: score %v of %s with large vectors", d, m.Score, m.Record.ID)
+			}
+		}
 	}
 }
 
@@ -830,6 +853,84 @@ func testDistances(t *testing.T, s *suite) {
 			checkTopK(t, ms, data, q, 7, d, fmt.Sprintf("%s query %d", d, i))
 		}
 	}
+}
+
+// testDistanceAliases opens collections with the spellings ParseDistance
+// accepts besides the canonical names. Each must behave as its canonical
+// distance (stored, reported and scored as such) and reopen under any
+// spelling of the same distance.
+func testDistanceAliases(t *testing.T, s *suite) {
+	// For q, the best match differs per distance: a by dot product, b by
+	// cosine, d by Euclidean distance.
+	q := []float32{1, 0}
+	data := []vectorstore.Record{
+		{ID: "a", Vector: []float32{10, 10}, CreatedAt: base},
+		{ID: "b", Vector: []float32{0.5, 0}, CreatedAt: base},
+		{ID: "d", Vector: []float32{1.1, 0.05}, CreatedAt: base},
+	}
+	for _, tc := range []struct {
+		alias, again string
+		want         vectorstore.Distance
+		top          string
+		score        float64
+	}{
+		{"l2", "Euclid", vectorstore.Euclidean, "d", -math.Hypot(0.1, 0.05)},
+		{"EUCLIDEAN", "l2", vectorstore.Euclidean, "d", -math.Hypot(0.1, 0.05)},
+		{"ip", "inner_product", vectorstore.Dot, "a", 10},
+		{" Dot ", "IP", vectorstore.Dot, "a", 10},
+		{"Cosine", "cos", vectorstore.Cosine, "b", 1},
+	} {
+		name := newName(t)
+		c, err := s.openCfg(t, driver.Config{Name: name, Dimension: 2, Distance: driver.Distance(tc.alias)}, nil)
+		if err != nil {
+			t.Fatalf("open with distance %q: %v", tc.alias, err)
+		}
+		if got := c.Info().Distance; got != tc.want {
+			t.Fatalf("distance %q: Info().Distance = %q, want %q", tc.alias, got, tc.want)
+		}
+		mustUpsert(t, c, data...)
+		ms, err := c.Query(ctx, q, vectorstore.QueryOptions{K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTopK(t, ms, data, q, 3, tc.want, "distance "+tc.alias)
+		if ms[0].Record.ID != tc.top || math.Abs(ms[0].Score-tc.score) > 1e-4 {
+			t.Fatalf("distance %q: top match %s score %v, want %s score %v", tc.alias, ms[0].Record.ID, ms[0].Score, tc.top, tc.score)
+		}
+		if tc.want == vectorstore.Cosine {
+			got, err := c.Get(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRecord(t, got, data[0], vectorstore.Cosine, true) // stored unit length
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{string(tc.want), tc.again, ""} {
+			c, err := s.openCfg(t, driver.Config{Name: name, Distance: driver.Distance(d)}, nil)
+			if err != nil {
+				t.Fatalf("created as %q, reopened as %q: %v", tc.alias, d, err)
+			}
+			if got := c.Info().Distance; got != tc.want {
+				t.Fatalf("created as %q, reopened as %q: Info().Distance = %q, want %q", tc.alias, d, got, tc.want)
+			}
+			if n := mustCount(t, c, vectorstore.Filter{}); n != len(data) {
+				t.Fatalf("reopened count %d, want %d", n, len(data))
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := driver.DistanceCosine
+		if tc.want == vectorstore.Cosine {
+			other = driver.DistanceDot
+		}
+		_, err = s.h.Open(ctx, t, driver.Config{Name: name, Distance: other})
+		wantCode(t, err, vectorstore.CodeConfigMismatch, vectorstore.ErrConfigMismatch, "reopen "+tc.alias+" as "+string(other))
+	}
+	_, err := s.h.Open(ctx, t, driver.Config{Name: newName(t), Dimension: 2, Distance: "manhattan"})
+	wantCode(t, err, vectorstore.CodeInvalidArgument, vectorstore.ErrInvalidArgument, "unknown distance")
 }
 
 func testWithVectors(t *testing.T, s *suite) {

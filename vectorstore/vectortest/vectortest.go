@@ -22,7 +22,7 @@
 // empty / zero vectors, typed errors with nothing written, concurrent
 // writers and readers (run it under -race), reopen-after-close keeping every
 // acknowledged write, exact metadata and microsecond timestamp round trips,
-// and each distance.
+// and each distance under each of its spellings.
 package vectortest
 
 import (
@@ -85,6 +85,7 @@ func Run(t *testing.T, h Harness) {
 		{"KLargerThanCollection", testKLarger},
 		{"FilteredTopK", testFilteredTopK},
 		{"Distances", testDistances},
+		{"DistanceAliases", testDistanceAliases},
 		{"WithVectors", testWithVectors},
 		{"MetadataRoundTrip", testMetadataRoundTrip},
 		{"TimestampRoundTrip", testTimestampRoundTrip},

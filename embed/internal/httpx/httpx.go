@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -147,19 +148,18 @@ func (c *Client) once(ctx context.Context, url string, body []byte) ([]byte, tim
 // seconds or as an HTTP date.
 func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && ms > 0 {
+			return toDuration(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+	// ParseFloat reports out-of-range values as ±Inf with an error:
+	// those count as numbers too.
+	if s, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return toDuration(s, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -167,6 +167,22 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// toDuration converts x units to a Duration. NaN and x <= 0 give 0 (no
+// wait asked for); a wait beyond the Duration range (about 292 years, e.g.
+// "10000000000", "1e300" or "Inf" seconds) gives the largest Duration, which
+// is longer than any RetryAfterLimit, instead of the negative value a
+// plain conversion would wrap to.
+func toDuration(x float64, unit time.Duration) time.Duration {
+	if !(x > 0) {
+		return 0
+	}
+	d := x * float64(unit)
+	if d >= math.MaxInt64 { // float64(MaxInt64) is 2^63: one past the range
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }
 
 func snippet(b []byte) string {
