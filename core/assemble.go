@@ -117,6 +117,10 @@ type LayerUsage struct {
 	Items  int
 	// Truncated counts items cut because the output exceeded the budget.
 	Truncated int
+	// Dropped counts items the projection left out because the view's
+	// token budget could not hold them (possible only with an Unlimited
+	// Config.LayerPool); Tokens and Items count only what was shown.
+	Dropped int
 	// Disabled is true for a layer whose init failed under
 	// InitErrorDisable.
 	Disabled bool
@@ -143,6 +147,10 @@ type Usage struct {
 	// out by the projection.
 	HistoryItems   int
 	HistoryDropped int
+	// LayerDropped counts anchor and live items the projection left out
+	// because the token budget could not hold them (LayerUsage.Dropped
+	// per layer, with a diagnostic).
+	LayerDropped int
 	// Diagnostics are the hook failures of this assembly and of the calls
 	// since the previous one.
 	Diagnostics []Diagnostic
@@ -248,7 +256,26 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		published = []Item{s.epoch.published[len(s.epoch.published)-1].entry.Item}
 	}
 
-	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts))}
+	// Layer output the view could not hold (only with an Unlimited
+	// LayerPool: a finite pool must fit the policy): per layer, what was
+	// left out.
+	droppedItems := make([]int, len(s.insts))
+	droppedTokens := make([]int, len(s.insts))
+	for _, i := range pv.AnchorDropped {
+		droppedItems[arr.anchorOf[i]]++
+		droppedTokens[arr.anchorOf[i]] += arr.anchor[i].Tokens
+	}
+	for _, i := range pv.LiveDropped {
+		droppedItems[arr.liveOf[i]]++
+		droppedTokens[arr.liveOf[i]] += arr.live[i].Tokens
+	}
+	for k, n := range droppedItems {
+		if n > 0 {
+			s.diagnose(s.insts[k].spec().ID, "assemble", KindOverBudget,
+				fmt.Errorf("%d item(s), %d tokens, left out: the view's token budget could not hold them", n, droppedTokens[k]))
+		}
+	}
+	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped}
 	anchorAfter := sumTokens(arr.anchor)
 	for k, inst := range s.insts {
 		spec := inst.spec()
@@ -257,7 +284,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		lu := LayerUsage{LayerID: spec.ID, Slot: spec.Slot, Placement: spec.Placement, Budget: rt.budgets[k],
 			Served: arr.served[k], Disabled: s.states[k].disabled, Band: BandAnchor, Update: arr.actions[k],
 			ChurnRate: st.churn(), Truncated: o.truncated}
-		entries := o.entries
+		entries := o.fresh()
 		if spec.Placement == PlacementTail {
 			lu.Band = BandTail
 		} else if !rt.cfg.Cache.Disabled {
@@ -266,14 +293,18 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 				entries = s.epoch.pins[k]
 			}
 		}
-		lu.Tokens = sumTokens(entries)
-		lu.Items = len(entries)
+		lu.Tokens = sumTokens(entries) - droppedTokens[k]
+		lu.Items = len(entries) - droppedItems[k]
+		lu.Dropped = droppedItems[k]
+		if lu.Items == 0 {
+			lu.Served = ServedNone
+		}
 		if lu.Band == BandAnchor {
 			anchorAfter -= lu.Tokens
 			// Had this layer re-rendered in place, everything after it in
 			// the prefix would have been billed again.
 			if st.changedNow {
-				st.rebill += sumTokens(o.entries) + anchorAfter + s.logTokens
+				st.rebill += sumTokens(o.fresh()) + anchorAfter + s.logTokens
 			}
 		}
 		lu.RebillTokens = st.rebill
@@ -330,6 +361,20 @@ type layerOutput struct {
 	served    Served
 	stateful  bool
 	truncated int
+	// failed marks a recall that errored, panicked or timed out. entries
+	// then hold the layer's last good output: a pinned layer keeps
+	// serving its pin as if unchanged (no update, no churn), while a live
+	// or tail layer contributes nothing this turn.
+	failed bool
+}
+
+// fresh is what the layer renders outside the anchor band this turn:
+// nothing when its recall failed.
+func (o layerOutput) fresh() []projector.Entry[Item] {
+	if o.failed {
+		return nil
+	}
+	return o.entries
 }
 
 // recallAll starts every recall at once, then collects them in slot
@@ -370,9 +415,13 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 		if st.pending == nil {
 			in.budget = s.rt.budgets[k]
 			if inst.spec().RecallMode == RecallEventual {
-				// An eventual recall may outlive this assembly: it gets
-				// its own deadline.
-				c, cancel := context.WithTimeout(ctx, inst.recallTimeout())
+				// An eventual recall may outlive this assembly, so it
+				// gets its own deadline, detached from the assembly's
+				// cancellation: hosts commonly give each turn its own
+				// context and cancel it when the turn ends, which would
+				// otherwise cancel every recall meant to land next turn.
+				// Values (trace spans) still flow through.
+				c, cancel := context.WithTimeout(context.WithoutCancel(ctx), inst.recallTimeout())
 				st.pending = inst.startRecall(c, cancel, in)
 			} else {
 				dl := deadlineFor(inst.recallTimeout())
@@ -392,25 +441,39 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 			r    recallOutput
 			kind DiagnosticKind
 			err  error
+			done bool
 		)
-		if wait {
+		switch {
+		case wait && inst.spec().RecallMode == RecallEventual:
+			// An eventual recall's deadline ignores the caller's
+			// cancellation; the wait for it does not (the recall goes
+			// on, and is collected next turn).
+			r, kind, err, done = st.pending.waitOr(ctx.Done())
+		case wait:
+			// An atomic recall's deadline derives from ctx: it ends with
+			// the caller's cancellation.
 			r, kind, err = st.pending.wait()
-		} else {
-			var done bool
+			done = true
+		default:
+			// poll reports a recall past its deadline as timed out, so
+			// one that ignores its context is not waited for forever.
 			r, kind, err, done = st.pending.poll()
-			if !done {
-				outs[k] = layerOutput{entries: st.out, served: ServedStale}
-				if len(st.out) == 0 {
-					outs[k].served = ServedNone
-				}
-				return
+		}
+		if !done {
+			outs[k] = layerOutput{entries: st.out, served: ServedStale}
+			if len(st.out) == 0 {
+				outs[k].served = ServedNone
 			}
+			return
 		}
 		st.pending = nil
 		st.answered = true
 		if err != nil {
+			// No contribution for this phase. st.out keeps the last good
+			// output: a pinned layer goes on serving its pin unchanged,
+			// and a later eventual recall can serve it stale.
 			s.diagnose(inst.spec().ID, "recall", kind, err)
-			st.out = nil
+			outs[k] = layerOutput{entries: st.out, served: ServedNone, failed: true}
 			return
 		}
 		if r.commit != nil && inst.spec().RecallMode == RecallEventual {

@@ -20,7 +20,11 @@ const (
 
 // Budget is how many tokens a layer may render. The zero value is auto:
 // the layer splits what the finite layers leave with the other auto layers.
-// Amounts are float64 so that NaN can be rejected and +Inf means uncapped.
+// Amounts are float64 so that NaN can be rejected and +Inf means uncapped:
+// Fixed(+Inf) and Range(min, +Inf) take no fixed share and split what the
+// finite budgets leave with the auto layers (the whole layer pool when it
+// is Unlimited). Finite amounts are whole tokens (fractions are floored)
+// and saturate at math.MaxInt.
 type Budget struct {
 	Mode BudgetMode
 	// Tokens is the fixed amount of a BudgetFixed.
@@ -86,15 +90,29 @@ func (b Budget) String() string {
 	return "auto"
 }
 
-// min and max of a budget in the allocator's terms.
+// min and max of a budget in the allocator's terms. An infinite amount is
+// uncapped: no minimum, no maximum.
 func (b Budget) bounds() (lo, hi float64) {
 	switch b.Mode {
 	case BudgetFixed:
+		if math.IsInf(b.Tokens, 1) {
+			return 0, math.Inf(1)
+		}
 		return b.Tokens, b.Tokens
 	case BudgetRange:
 		return b.Min, b.Max
 	}
 	return 0, math.Inf(1)
+}
+
+// tokensOf converts a finite, non-negative amount to whole tokens,
+// saturating at math.MaxInt: int() of a float64 at or past 2^63 is not
+// defined to saturate (on amd64 it gives math.MinInt).
+func tokensOf(v float64) int {
+	if v >= float64(math.MaxInt) {
+		return math.MaxInt
+	}
+	return int(v)
 }
 
 // Allocation is the allocator's answer.
@@ -132,25 +150,29 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 	if pool == projector.Unlimited {
 		for i, b := range budgets {
 			_, hi := b.bounds()
-			if math.IsInf(hi, 1) || hi >= float64(projector.Unlimited) {
+			if math.IsInf(hi, 1) {
 				out.Tokens[i] = projector.Unlimited
 			} else {
-				out.Tokens[i] = int(hi)
+				out.Tokens[i] = tokensOf(hi)
 			}
 		}
 		return out, nil
 	}
 
-	// 1. minimums. Fractions are floored: a budget is whole tokens.
-	minSum := 0
+	// 1. minimums. Fractions are floored: a budget is whole tokens. The
+	// sum is taken in float64 so that huge minimums cannot wrap around.
+	minSum, minSumF := 0, 0.0
 	for i, b := range budgets {
 		lo, _ := b.bounds()
-		out.Tokens[i] = int(lo)
-		minSum += int(lo)
+		out.Tokens[i] = tokensOf(lo)
+		minSumF += math.Floor(lo)
+		if minSumF <= float64(pool) {
+			minSum += out.Tokens[i]
+		}
 	}
-	if minSum > pool {
+	if minSumF > float64(pool) {
 		return Allocation{}, &ConfigError{Code: CodeBudgetExceedsPool, Field: "Budget",
-			Reason: fmt.Sprintf("layer minimums need %d tokens, the layer pool has %d", minSum, pool)}
+			Reason: fmt.Sprintf("layer minimums need %v tokens, the layer pool has %d", minSumF, pool)}
 	}
 	spare := pool - minSum
 
@@ -160,9 +182,9 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 	totalHead := 0.0
 	for i, b := range budgets {
 		lo, hi := b.bounds()
-		if b.Mode == BudgetRange && !math.IsInf(hi, 1) && int(hi) > int(lo) {
+		if b.Mode == BudgetRange && !math.IsInf(hi, 1) && tokensOf(hi) > tokensOf(lo) {
 			headIdx = append(headIdx, i)
-			h := float64(int(hi) - int(lo))
+			h := float64(tokensOf(hi) - tokensOf(lo))
 			headroom = append(headroom, h)
 			totalHead += h
 		}
@@ -185,8 +207,7 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 	// 3. auto layers and uncapped ranges split the rest evenly.
 	var open []int
 	for i, b := range budgets {
-		_, hi := b.bounds()
-		if b.Mode != BudgetFixed && math.IsInf(hi, 1) {
+		if _, hi := b.bounds(); math.IsInf(hi, 1) {
 			open = append(open, i)
 		}
 	}

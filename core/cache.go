@@ -45,6 +45,8 @@ type CacheConfig struct {
 	// holds still between cuts instead of sliding, and re-billing, every
 	// turn. Zero means 0.25; a negative value cuts item by item. It applies
 	// when anchoring is on, the policy truncates and sets no step itself.
+	// The step never drops the newest message that fits (see
+	// projector.Policy.TruncateStep).
 	HistoryStep float64
 	// BlindAfter marks the provider blind after this many consecutive
 	// reports without cache figures, or first-round misses. Zero means 3.

@@ -18,7 +18,18 @@
 // is persisted through a storage.Store under key "state" with a
 // compare-and-swap revision, so two runs of one resource never silently
 // lose an update: a conflict is an error (errors.Is(err,
-// storage.ErrConflict)) unless the layer provides Merge.
+// storage.ErrConflict)) unless the layer provides Merge. After an
+// unmerged conflict the layer continues from the stored state and
+// revision (this run's change is the one reported lost), so one conflict
+// does not make every later save of the run conflict; and the other
+// layers' hooks of the same Append or Record still run (their errors are
+// joined). An Init hook's Storage handle is revoked when the hook returns
+// or times out (ErrStorageRevoked).
+//
+// A recall that fails or times out leaves a pinned layer as it was: its
+// pin (and what was published since) stands, no update is published and
+// the turn is not counted in its churn. A live or tail layer contributes
+// nothing that turn.
 //
 // # Turns
 //
@@ -103,8 +114,15 @@
 // The layer pool (Config.LayerPool, default half of what the Policy leaves
 // after the system prompt) is split by Allocate: fixed budgets and range
 // minimums first, range maximums next, the rest evenly to auto layers; the
-// pool is conserved exactly. A layer's output over its allocation is cut
-// from the end with a diagnostic. With a Policy the projector holds the
+// pool is conserved exactly; +Inf amounts (Fixed(+Inf), Range(min, +Inf))
+// are uncapped and split with the auto layers. An explicit finite
+// LayerPool larger than what the Policy leaves after the system prompt is
+// rejected (BUDGET_EXCEEDS_POOL): the view could not hold what the
+// budgets allow. LayerPool Unlimited leaves the layers uncapped under a
+// policy that bounds only the view; output it cannot hold is left out and
+// reported (LayerUsage.Dropped, a diagnostic).
+// A layer's output over its allocation is cut from the end with a
+// diagnostic. With a Policy the projector holds the
 // view to the budget (see package projector). Token counts are cached per
 // item when it is recorded, so a turn counts only what is new.
 //

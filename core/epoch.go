@@ -203,9 +203,26 @@ func (s *Session) ExpectColdCache() {
 // arrangement is the banded layer output of one assembly.
 type arrangement struct {
 	anchor, live, updates, tail []projector.Entry[Item]
-	actions                     []string // per layer: update action or ""
-	served                      []Served
-	updateTokens                int
+	// anchorOf and liveOf give the layer of each anchor and live entry,
+	// to attribute what the projection leaves out.
+	anchorOf, liveOf []int
+	actions          []string // per layer: update action or ""
+	served           []Served
+	updateTokens     int
+}
+
+func (a *arrangement) addAnchor(k int, entries []projector.Entry[Item]) {
+	a.anchor = append(a.anchor, entries...)
+	for range entries {
+		a.anchorOf = append(a.anchorOf, k)
+	}
+}
+
+func (a *arrangement) addLive(k int, entries []projector.Entry[Item]) {
+	a.live = append(a.live, entries...)
+	for range entries {
+		a.liveOf = append(a.liveOf, k)
+	}
 }
 
 var hashSeed = maphash.MakeSeed()
@@ -251,6 +268,12 @@ func (s *Session) observe(outs []layerOutput) []uint64 {
 		st := &s.stats[k]
 		h := hashEntries(outs[k].entries)
 		hashes[k] = h
+		if outs[k].failed {
+			// A failed recall says nothing about the layer's output: it
+			// is neither a change nor a sample of its churn.
+			st.changedNow = false
+			continue
+		}
 		st.changedNow = st.hasLast && h != st.lastHash
 		if st.changedNow {
 			st.changes++
@@ -359,9 +382,9 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 	if s.rt.cfg.Cache.Disabled {
 		for k := range outs {
 			if s.insts[k].spec().Placement == PlacementTail {
-				a.tail = append(a.tail, outs[k].entries...)
+				a.tail = append(a.tail, outs[k].fresh()...)
 			} else {
-				a.anchor = append(a.anchor, outs[k].entries...)
+				a.addAnchor(k, outs[k].fresh())
 			}
 			a.served[k] = outs[k].served
 		}
@@ -371,22 +394,27 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 	var b strings.Builder
 	for k := range outs {
 		if ep.band[k] == BandTail {
-			a.tail = append(a.tail, outs[k].entries...)
+			a.tail = append(a.tail, outs[k].fresh()...)
 			a.served[k] = outs[k].served
 			continue
 		}
 		if ep.band[k] == BandLive {
-			a.live = append(a.live, outs[k].entries...)
+			a.addLive(k, outs[k].fresh())
 			a.served[k] = outs[k].served
 			continue
 		}
 		pin := ep.pins[k]
-		a.anchor = append(a.anchor, pin...)
+		a.addAnchor(k, pin)
 		a.served[k] = ServedPinned
 		if len(pin) == 0 {
 			a.served[k] = ServedNone
 		}
-		if s.states[k].disabled {
+		if s.states[k].disabled || (outs[k].failed && inline) {
+			// A failed recall leaves the pin, and what was published
+			// since, standing: the layer's last good output is what the
+			// model should keep reading, not a retraction. (Trailing
+			// updates restate the last good output's drift below: its
+			// entries are the fresh output of a failed recall.)
 			continue
 		}
 		fresh := outs[k].entries

@@ -23,6 +23,9 @@ const (
 	KindRejected DiagnosticKind = "rejected"
 	// KindConflict: persisting state hit a revision conflict.
 	KindConflict DiagnosticKind = "conflict"
+	// KindOverBudget: the view's token budget could not hold layer
+	// output.
+	KindOverBudget DiagnosticKind = "over-budget"
 )
 
 // Diagnostic records a hook that did not contribute. The run went on
@@ -81,32 +84,59 @@ func startHookIn[R any](hctx context.Context, cancel context.CancelFunc, fn func
 
 // wait blocks until the hook answers or its deadline passes.
 func (p *pendingHook[R]) wait() (R, DiagnosticKind, error) {
+	r, kind, err, _ := p.waitOr(nil)
+	return r, kind, err
+}
+
+// waitOr is wait that also gives up when stop closes, leaving the hook
+// running: ok is false then, and the hook may still be polled later. A
+// nil stop never closes.
+func (p *pendingHook[R]) waitOr(stop <-chan struct{}) (R, DiagnosticKind, error, bool) {
 	select {
 	case r := <-p.ch:
 		p.cancel()
-		return r.unpack()
+		v, k, err := r.unpack()
+		return v, k, err, true
 	case <-p.ctx.Done():
-		p.cancel()
-		// The answer may have raced the deadline: prefer it.
-		select {
-		case r := <-p.ch:
-			return r.unpack()
-		default:
-		}
+		v, k, err := p.expired()
+		return v, k, err, true
+	case <-stop:
 		var zero R
-		if errors.Is(p.ctx.Err(), context.DeadlineExceeded) {
-			return zero, KindTimeout, fmt.Errorf("hook did not return in time: %w", p.ctx.Err())
-		}
-		return zero, KindCanceled, p.ctx.Err()
+		return zero, "", nil, false
 	}
 }
 
-// poll returns the answer if it has arrived.
+// expired is the answer of a hook whose deadline context is done.
+func (p *pendingHook[R]) expired() (R, DiagnosticKind, error) {
+	p.cancel()
+	// The answer may have raced the deadline: prefer it.
+	select {
+	case r := <-p.ch:
+		return r.unpack()
+	default:
+	}
+	var zero R
+	if errors.Is(p.ctx.Err(), context.DeadlineExceeded) {
+		return zero, KindTimeout, fmt.Errorf("hook did not return in time: %w", p.ctx.Err())
+	}
+	return zero, KindCanceled, p.ctx.Err()
+}
+
+// poll returns the answer if it has arrived, or a timeout once the hook's
+// deadline has passed without one (the hook may ignore its context: it is
+// then abandoned, and its late answer dropped). done is false while the
+// hook is still within its deadline.
 func (p *pendingHook[R]) poll() (R, DiagnosticKind, error, bool) {
 	select {
 	case r := <-p.ch:
 		p.cancel()
 		v, k, err := r.unpack()
+		return v, k, err, true
+	default:
+	}
+	select {
+	case <-p.ctx.Done():
+		v, k, err := p.expired()
 		return v, k, err, true
 	default:
 		var zero R

@@ -165,7 +165,7 @@ func (l Layer[S]) newInstance(s *Session) instance {
 // drives.
 type instance interface {
 	spec() *LayerSpec
-	init(ctx context.Context, stored json.RawMessage, seed any) error
+	init(ctx context.Context, stored json.RawMessage, sd seed) error
 	hasRecall() bool
 	recallTimeout() time.Duration
 	startRecall(hctx context.Context, cancel context.CancelFunc, p recallInput) *pendingHook[recallOutput]
@@ -176,7 +176,7 @@ type instance interface {
 	beforeToolCall(ctx context.Context, call Item) (Verdict, string, string, error)
 	afterModelCall(ctx context.Context, newItems []Item) error
 	store(ctx context.Context, newItems, history []Item) error
-	onSpawn(ctx context.Context, child RunInfo) (any, error)
+	onSpawn(ctx context.Context, child RunInfo) (any, bool, error)
 	onReturn(ctx context.Context, child RunInfo, childInst instance, result []Item) error
 	onComplete(ctx context.Context, log []Item, outcome string) error
 	dispose(ctx context.Context) error
@@ -195,9 +195,8 @@ type recallInput struct {
 
 // recallOutput is a recall's answer in erased form.
 type recallOutput struct {
-	items  []Item
-	text   string
-	tokens int
+	items []Item
+	text  string
 	// commit applies new state returned by the recall; nil when none.
 	commit func(context.Context) error
 }

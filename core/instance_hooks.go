@@ -26,10 +26,10 @@ func (i *layerInstance[S]) timeout(pick func(Timeouts) time.Duration) time.Durat
 	return pick(DefaultTimeouts)
 }
 
-func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, seed any) error {
+func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, sd seed) error {
 	i.storage = i.sess.layerStorage(i.sp)
-	if seed != nil {
-		i.state = seed.(S)
+	if sd.ok {
+		i.state, _ = sd.v.(S) // a nil interface seed is S's zero value
 		return nil
 	}
 	if i.layer.Hooks.Init == nil {
@@ -40,13 +40,19 @@ func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, see
 		}
 		return nil
 	}
-	var st LayerStorage = noStorage{}
+	var inner LayerStorage = noStorage{}
 	if i.storage != nil {
-		st = i.storage
+		inner = i.storage
 	}
+	// The hook's handle dies when the runtime stops waiting for it: a
+	// hook that outlives its timeout must not write for a layer the run
+	// may have disabled, nor race the run's own writes.
+	hctx, cancel := context.WithTimeout(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Init }))
+	st := newInitStorage(inner, hctx)
 	p := InitParams{Run: i.run(), Storage: st, Stored: stored}
-	s, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Init }),
-		func(ctx context.Context) (S, error) { return i.layer.Hooks.Init(ctx, p) })
+	s, kind, err := startHookIn(hctx, cancel,
+		func(ctx context.Context) (S, error) { return i.layer.Hooks.Init(ctx, p) }).wait()
+	st.revoke() // wait cancelled hctx
 	if err != nil {
 		return &HookError{Layer: i.sp.ID, Hook: "init", Kind: kind, Err: err}
 	}
@@ -56,6 +62,16 @@ func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, see
 
 // commit makes next the layer's state and persists it for the durable
 // scopes.
+//
+// The write is a compare-and-swap against the revision this session last
+// saw. On a conflict the layer's Merge, when it has one, combines the
+// stored state with this run's and the write is retried (three times at
+// most). When there is no Merge, or the retries keep conflicting, this
+// run's change is given up: the conflict is returned (and diagnosed), and
+// the layer adopts the stored state and its revision, so the rest of the
+// run works from what another run wrote instead of conflicting on every
+// later save. Nothing is lost silently: the error reports the dropped
+// change.
 func (i *layerInstance[S]) commit(ctx context.Context, hook string, next *S) error {
 	if next == nil {
 		return nil
@@ -68,21 +84,29 @@ func (i *layerInstance[S]) commit(ctx context.Context, hook string, next *S) err
 	for attempt := 0; err != nil && errors.Is(err, storage.ErrConflict) && i.layer.Merge != nil && attempt < 3; attempt++ {
 		var stored S
 		if _, lerr := i.storage.Load(ctx, "state", &stored); lerr != nil {
-			err = lerr
+			err = errors.Join(err, fmt.Errorf("reload after conflict: %w", lerr))
 			break
 		}
 		i.state = i.layer.Merge(stored, i.state)
 		err = i.storage.Save(ctx, "state", i.state)
 	}
-	if err != nil {
-		kind := KindError
-		if errors.Is(err, storage.ErrConflict) {
-			kind = KindConflict
-		}
-		i.sess.diagnose(i.sp.ID, hook, kind, err)
-		return fmt.Errorf("core: persist state of layer %q after %s: %w", i.sp.ID, hook, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	kind := KindError
+	if errors.Is(err, storage.ErrConflict) {
+		kind = KindConflict
+		var stored S
+		if _, lerr := i.storage.Load(ctx, "state", &stored); lerr != nil {
+			// The revision stays stale: the next save conflicts again and
+			// retries the reload.
+			err = errors.Join(err, fmt.Errorf("reload after conflict: %w", lerr))
+		} else {
+			i.state = stored
+		}
+	}
+	i.sess.diagnose(i.sp.ID, hook, kind, err)
+	return fmt.Errorf("core: persist state of layer %q after %s: %w", i.sp.ID, hook, err)
 }
 
 // guard runs a state-returning hook and commits its state, or records a
@@ -110,7 +134,7 @@ func (i *layerInstance[S]) startRecall(hctx context.Context, cancel context.Canc
 			if err != nil {
 				return recallOutput{}, err
 			}
-			out := recallOutput{items: r.Items, text: r.Text, tokens: r.Tokens}
+			out := recallOutput{items: r.Items, text: r.Text}
 			if r.State != nil {
 				// Committed by the session on its own goroutine, and only
 				// if the recall answered in time.
@@ -205,24 +229,26 @@ func (i *layerInstance[S]) store(ctx context.Context, newItems, history []Item) 
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
 }
 
-func (i *layerInstance[S]) onSpawn(ctx context.Context, child RunInfo) (any, error) {
+// onSpawn runs the parent's hook; ok is false when it gave the child no
+// state of its own.
+func (i *layerInstance[S]) onSpawn(ctx context.Context, child RunInfo) (any, bool, error) {
 	if i.layer.Hooks.OnSpawn == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	p := SpawnParams[S]{Parent: i.run(), Child: child, State: i.state}
 	r, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.OnSpawn }),
 		func(ctx context.Context) (SpawnResult[S], error) { return i.layer.Hooks.OnSpawn(ctx, p) })
 	if err != nil {
 		i.sess.diagnose(i.sp.ID, "onSpawn", kind, err)
-		return nil, nil
+		return nil, false, nil
 	}
 	if err := i.commit(ctx, "onSpawn", r.State); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if r.ChildState == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	return *r.ChildState, nil
+	return *r.ChildState, true, nil
 }
 
 func (i *layerInstance[S]) onReturn(ctx context.Context, child RunInfo, childInst instance, result []Item) error {

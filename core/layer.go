@@ -75,14 +75,20 @@ const (
 	// RecallEventual: when the recall has not finished by the time every
 	// atomic layer has, the layer's previous output is served and the late
 	// result is used from the next assembly on (its first recall is waited
-	// for: there is nothing older to serve). For slow retrieval. An
-	// eventual recall may not return state (it would be applied late, over
-	// state other hooks committed meanwhile): such state is ignored with a
-	// diagnostic.
+	// for: there is nothing older to serve, unless the caller's context
+	// ends first). For slow retrieval. The recall's context carries the
+	// values of the Assemble context but not its cancellation, so a host's
+	// per-turn context does not cancel it; its own timeout still applies:
+	// a recall still running past it is reported as timed out at the next
+	// assembly (a diagnostic, nothing served for that turn) and called
+	// again the turn after. An eventual recall may not return state (it
+	// would be applied late, over state other hooks committed meanwhile):
+	// such state is ignored with a diagnostic.
 	RecallEventual RecallMode = "eventual"
 )
 
 // Timeouts are per-hook limits. A zero field takes the runtime's default.
+// Store also limits each call of the layer's provided functions.
 type Timeouts struct {
 	Init, Recall, RenderDelta, ProjectHistory, OnItemAppend time.Duration
 	BeforeToolCall, AfterModelCall, Store                   time.Duration
@@ -116,7 +122,9 @@ type Layer[S any] struct {
 	OnInitError InitErrorPolicy
 	RecallMode  RecallMode
 	// Functions are offered to the model as tools named "ID/Name"; calls
-	// to them are routed back to the layer.
+	// to them are routed back to the layer. Each call runs under the
+	// layer's Store timeout (Timeouts.Store): like Store it changes the
+	// layer's state. Config.ToolTimeout applies to Config.Tools only.
 	Functions []Function[S]
 	// CallNames are plain function-call names the layer applies in its
 	// Store hook (the spec's function-call state pattern: no tool schema
@@ -126,8 +134,12 @@ type Layer[S any] struct {
 	CallNames []string
 	// Merge resolves a compare-and-swap conflict when the runtime persists
 	// state that another run changed meanwhile: it gets the stored state
-	// and this run's state and returns the state to write. Without it a
-	// conflict is returned to the caller as an error.
+	// and this run's state and returns the state to write (retried up to
+	// three times). Without it, or when the retries keep conflicting, the
+	// conflict is returned to the caller as an error (errors.Is(err,
+	// storage.ErrConflict)) and a KindConflict diagnostic, this run's
+	// change is given up, and the layer continues from the stored state
+	// and revision, so its later saves do not conflict again.
 	Merge func(stored, mine S) S
 }
 
@@ -161,7 +173,11 @@ type RunInfo struct {
 type InitParams struct {
 	Run RunInfo
 	// Storage reads and writes the layer's scoped values. The runtime has
-	// already loaded the "state" value: Stored holds it.
+	// already loaded the "state" value: Stored holds it. The handle is
+	// valid only while Init runs: once the hook returns or its timeout
+	// passes, its calls fail with ErrStorageRevoked (calls in flight are
+	// cancelled and waited for), so an Init that outlives its timeout
+	// cannot write for a layer the run went on without.
 	Storage LayerStorage
 	// Stored is the persisted state as JSON, nil when none was saved or the
 	// scope is execution. Decode it with json.Unmarshal or use Storage.
@@ -202,8 +218,11 @@ type Recall[S any] struct {
 	// Text is the shorthand: when Items is empty and Text is not, the
 	// runtime wraps Text in a developer message.
 	Text string
-	// Tokens is the layer's own count of its items; 0 lets the runtime
-	// count them.
+	// Tokens is not read: the runtime counts every item with its own
+	// tokenizer, so budgets, usage and the projection all agree with the
+	// provider-side count the host configured.
+	//
+	// Deprecated: leave it zero; a layer's own count is ignored.
 	Tokens int
 	// State, when not nil, commits new state. Such a recall changed
 	// something as it rendered, so its output is never pinned: the layer
@@ -215,12 +234,17 @@ type Recall[S any] struct {
 // nothing when text is empty.
 func Text[S any](text string) (Recall[S], error) { return Recall[S]{Text: text}, nil }
 
-// RenderDeltaParams is passed to RenderDelta with the pinned and the fresh
-// output of the layer.
+// RenderDeltaParams is passed to RenderDelta with the output the model
+// last saw from the layer and its fresh output. With inline updates (the
+// default) Prev is what the layer last published in the epoch: its pin,
+// or the output of its latest update. With CacheConfig.TrailingUpdates,
+// which restate the drift from the pin on every turn, Prev is the pin.
 type RenderDeltaParams[S any] struct {
 	State S
-	Prev  []Item
-	Next  []Item
+	// Prev is the output the delta is relative to (see above).
+	Prev []Item
+	// Next is the fresh output.
+	Next []Item
 }
 
 // ProjectHistoryParams is passed to ProjectHistory.
@@ -294,7 +318,8 @@ type SpawnParams[S any] struct {
 // SpawnResult seeds the child's instance of the same layer.
 type SpawnResult[S any] struct {
 	// ChildState, when not nil, is the child's initial state for this
-	// layer instead of its own init.
+	// layer; nil starts the child from the parent's state (Init never
+	// runs in a child).
 	ChildState *S
 	State      *S
 }

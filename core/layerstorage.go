@@ -5,9 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/stratamem/strata/storage"
 )
+
+// ErrStorageRevoked is returned by the LayerStorage given to an Init hook
+// when it is used after the hook returned or timed out. A hook that
+// outlives its timeout (it ignored its context) could otherwise go on
+// writing for a layer the run has disabled, concurrently with the run.
+var ErrStorageRevoked = errors.New("core: layer storage used after its init hook returned or timed out")
 
 // layerStorage is a layer's window on the runtime's store: its values
 // under its scope key. It remembers the revision it last saw of each value
@@ -36,6 +43,19 @@ func (s *Session) layerStorage(spec LayerSpec) *layerStorage {
 	return &layerStorage{s: s, base: key}
 }
 
+// rev is the revision the session last saw of key (0: absent).
+func (s *Session) rev(k storage.Key) int64 {
+	s.revsMu.Lock()
+	defer s.revsMu.Unlock()
+	return s.revs[k]
+}
+
+func (s *Session) setRev(k storage.Key, rev int64) {
+	s.revsMu.Lock()
+	s.revs[k] = rev
+	s.revsMu.Unlock()
+}
+
 func (l *layerStorage) key(name string) storage.Key {
 	k := l.base
 	k.Name = name
@@ -47,13 +67,13 @@ func (l *layerStorage) Load(ctx context.Context, name string, v any) (bool, erro
 	k := l.key(name)
 	e, err := l.s.rt.store.Get(ctx, k)
 	if errors.Is(err, storage.ErrNotFound) {
-		l.s.revs[k] = 0
+		l.s.setRev(k, 0)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	l.s.revs[k] = e.Revision
+	l.s.setRev(k, e.Revision)
 	if err := json.Unmarshal(e.Value, v); err != nil {
 		return true, fmt.Errorf("core: decode %s: %w", k, err)
 	}
@@ -69,11 +89,64 @@ func (l *layerStorage) Save(ctx context.Context, name string, v any) error {
 	}
 	// A value this session never read is expected to be absent: writing
 	// over a value it has not seen would be a blind overwrite.
-	expected := l.s.revs[k]
-	rev, err := l.s.rt.store.Put(ctx, k, raw, expected)
+	rev, err := l.s.rt.store.Put(ctx, k, raw, l.s.rev(k))
 	if err != nil {
 		return err
 	}
-	l.s.revs[k] = rev
+	l.s.setRev(k, rev)
 	return nil
+}
+
+// initStorage is the LayerStorage an Init hook gets: usable only while
+// the hook's context lives, that is until the hook returns or its
+// deadline passes. Each call runs under a context that ends with the
+// hook's, and revoke waits for the calls in flight, so once revoke returns
+// nothing more reaches the store through this handle.
+type initStorage struct {
+	inner   LayerStorage
+	hook    context.Context // the init hook's context
+	mu      sync.RWMutex    // held shared by each call, exclusively by revoke
+	revoked bool
+}
+
+func newInitStorage(inner LayerStorage, hook context.Context) *initStorage {
+	return &initStorage{inner: inner, hook: hook}
+}
+
+// call runs op unless the handle is revoked, with a context that ends
+// when the hook's does.
+func (s *initStorage) call(ctx context.Context, op func(context.Context) error) error {
+	if s.hook.Err() != nil {
+		return ErrStorageRevoked
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.revoked {
+		return ErrStorageRevoked
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.hook, cancel)
+	defer stop()
+	return op(ctx)
+}
+
+func (s *initStorage) Load(ctx context.Context, name string, v any) (found bool, err error) {
+	err = s.call(ctx, func(ctx context.Context) error {
+		found, err = s.inner.Load(ctx, name, v)
+		return err
+	})
+	return found, err
+}
+
+func (s *initStorage) Save(ctx context.Context, name string, v any) error {
+	return s.call(ctx, func(ctx context.Context) error { return s.inner.Save(ctx, name, v) })
+}
+
+// revoke is called once the hook's context has ended: it waits for the
+// calls in flight (cancelled with that context) and refuses later ones.
+func (s *initStorage) revoke() {
+	s.mu.Lock()
+	s.revoked = true
+	s.mu.Unlock()
 }

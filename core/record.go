@@ -72,9 +72,9 @@ func (s *Session) recordAssembly(ctx context.Context, v *View) {
 	}
 	key := recordKey(s.info.ThreadID)
 	for attempt := 0; attempt < 3; attempt++ {
-		rev, err := s.rt.store.Put(ctx, key, raw, s.revs[key])
+		rev, err := s.rt.store.Put(ctx, key, raw, s.rev(key))
 		if err == nil {
-			s.revs[key] = rev
+			s.setRev(key, rev)
 			return
 		}
 		if !errors.Is(err, storage.ErrConflict) {
@@ -84,12 +84,12 @@ func (s *Session) recordAssembly(ctx context.Context, v *View) {
 		e, gerr := s.rt.store.Get(ctx, key)
 		switch {
 		case errors.Is(gerr, storage.ErrNotFound):
-			s.revs[key] = 0
+			s.setRev(key, 0)
 		case gerr != nil:
 			s.diagnose("_strata", "record", KindError, gerr)
 			return
 		default:
-			s.revs[key] = e.Revision
+			s.setRev(key, e.Revision)
 		}
 	}
 }

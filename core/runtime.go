@@ -62,7 +62,12 @@ type Config struct {
 	Policy *Policy
 	// LayerPool is the token pool the layer budgets split. Zero means half
 	// of what the policy leaves after the system prompt, or unlimited
-	// without a policy.
+	// without a policy. With a policy a finite pool may not exceed what
+	// the policy leaves after the system prompt (BUDGET_EXCEEDS_POOL): the
+	// view could not hold the output the budgets allow. Unlimited leaves
+	// the layers uncapped under a policy that then bounds only the view:
+	// anchor and live output it cannot hold is left out, reported per
+	// layer (LayerUsage.Dropped) and as a diagnostic.
 	LayerPool int
 	// Timeouts override DefaultTimeouts for every layer that sets none.
 	Timeouts Timeouts
@@ -75,7 +80,9 @@ type Config struct {
 	// functions; Session.ExecuteTool runs them. Their context state layers
 	// come from layers/toolcalls.
 	Tools []Tool
-	// ToolTimeout limits each tool execution; zero means ToolTimeout.
+	// ToolTimeout limits each execution of Tools; zero means ToolTimeout.
+	// The layers' provided functions (Layer.Functions) run under their
+	// layer's Store timeout instead.
 	ToolTimeout time.Duration
 	// RecordAssemblies keeps each thread's last assembled view (items by
 	// band and the usage report) in Store, for memctl inspect. Off by
@@ -194,6 +201,9 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 			if len(params) == 0 {
 				params = []byte(`{"type":"object"}`)
 			}
+			if err := checkSchema(params); err != nil {
+				return nil, &ConfigError{Code: CodeInvalidLayer, Layer: spec.ID, Field: "Functions." + f.Name + ".Parameters", Reason: err.Error()}
+			}
 			rt.tools = append(rt.tools, FunctionSpec{Name: name, Description: f.Description, Parameters: canonicalJSON(params)})
 		}
 	}
@@ -222,6 +232,9 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		if len(params) == 0 {
 			params = []byte(`{"type":"object"}`)
 		}
+		if err := checkSchema(params); err != nil {
+			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d].InputSchema", k), Reason: err.Error()}
+		}
 		rt.tools = append(rt.tools, FunctionSpec{Name: spec.Name, Description: spec.Description, Parameters: canonicalJSON(params)})
 	}
 	sort.Slice(rt.tools, func(a, b int) bool { return rt.tools[a].Name < rt.tools[b].Name })
@@ -239,6 +252,12 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	switch {
 	case cfg.LayerPool < 0:
 		return nil, &ConfigError{Code: CodeInvalidBudgetInput, Field: "LayerPool", Reason: fmt.Sprintf("negative (%d)", cfg.LayerPool)}
+	case cfg.LayerPool > 0 && cfg.LayerPool != Unlimited && cfg.Policy != nil && cfg.LayerPool > cfg.Policy.Available()-sysTokens:
+		// Budgets the view cannot hold would let the projector drop layer
+		// output (pinned anchors included) that the layers were promised.
+		return nil, &ConfigError{Code: CodeBudgetExceedsPool, Field: "LayerPool",
+			Reason: fmt.Sprintf("%d tokens, but the policy leaves %d after the system prompt (%d available - %d system)",
+				cfg.LayerPool, max(0, cfg.Policy.Available()-sysTokens), cfg.Policy.Available(), sysTokens)}
 	case cfg.LayerPool == 0 && cfg.Policy != nil:
 		rt.pool = max(0, (cfg.Policy.Available()-sysTokens)/2)
 	case cfg.LayerPool == 0:

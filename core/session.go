@@ -54,6 +54,10 @@ type Session struct {
 	mu          sync.Mutex // guards diagnostics (written from diagnose)
 	diagnostics []Diagnostic
 
+	// revs is the revision this session last saw of each stored value.
+	// revsMu guards it: a layer's Init may use its storage from the hook's
+	// goroutine.
+	revsMu   sync.Mutex
 	revs     map[storage.Key]int64
 	last     *Usage
 	disposed bool
@@ -83,7 +87,8 @@ type layerRun struct {
 
 // Start begins a run: it loads each durable layer's state and runs the
 // init hooks in slot order. An init failure aborts with a *HookError unless
-// the layer says InitErrorDisable.
+// the layer says InitErrorDisable; the layers already initialised are then
+// disposed, newest first.
 func (rt *Runtime) Start(ctx context.Context, opts RunOptions) (*Session, error) {
 	s, err := rt.newSession(opts, nil)
 	if err != nil {
@@ -137,15 +142,37 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 	return s, nil
 }
 
-func (s *Session) initLayers(ctx context.Context, seeds []any) error {
+// initLayers loads each durable layer's state and runs the init hooks in
+// slot order. seeds, for a child run, hold each layer's initial state
+// (ok false: the layer inits as usual). Layers already disabled (in a
+// child: disabled in the parent) are skipped. When an init aborts the
+// run, the layers initialised before it are disposed, in reverse order,
+// so none is left holding what its init acquired.
+func (s *Session) initLayers(ctx context.Context, seeds []seed) (err error) {
+	inited := make([]int, 0, len(s.insts))
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Dispose has its own timeout; a cancelled start must still
+		// release what the earlier inits acquired.
+		dctx := context.WithoutCancel(ctx)
+		for n := len(inited) - 1; n >= 0; n-- {
+			_ = s.insts[inited[n]].dispose(dctx)
+		}
+		s.disposed = true
+	}()
 	for k, inst := range s.insts {
+		if s.states[k].disabled {
+			continue
+		}
 		spec := inst.spec()
 		var stored json.RawMessage
-		var seed any
+		var sd seed
 		if seeds != nil {
-			seed = seeds[k]
+			sd = seeds[k]
 		}
-		if st := s.layerStorage(*spec); st != nil && seed == nil {
+		if st := s.layerStorage(*spec); st != nil && !sd.ok {
 			var raw json.RawMessage
 			found, err := st.Load(ctx, "state", &raw)
 			if err != nil {
@@ -160,14 +187,22 @@ func (s *Session) initLayers(ctx context.Context, seeds []any) error {
 				stored = raw
 			}
 		}
-		if err := inst.init(ctx, stored, seed); err != nil {
+		if err := inst.init(ctx, stored, sd); err != nil {
 			if spec.OnInitError != InitErrorDisable {
 				return err
 			}
 			s.disable(k, err)
+			continue
 		}
+		inited = append(inited, k)
 	}
 	return nil
+}
+
+// seed is a child layer's initial state handed down by its parent.
+type seed struct {
+	v  any
+	ok bool
 }
 
 func (s *Session) disable(k int, err error) {
@@ -220,7 +255,21 @@ func (s *Session) Tools() []FunctionSpec {
 // Append records items the host adds to the log (user input, tool
 // outputs) and runs onItemAppend for each. Invalid items are rejected
 // whole: nothing is appended.
+//
+// A hook failure is a diagnostic, not an error. The error joins the
+// persistence failures of the hooks' new state (errors.Is(err,
+// storage.ErrConflict) for a revision conflict); they never stop the other
+// layers' hooks.
 func (s *Session) Append(ctx context.Context, items ...Item) error {
+	if err := s.validateAppend(items); err != nil {
+		return err
+	}
+	return errors.Join(s.appendItems(ctx, items)...)
+}
+
+// validateAppend rejects a disposed session or an invalid item before
+// anything is appended.
+func (s *Session) validateAppend(items []Item) error {
 	if s.disposed {
 		return ErrDisposed
 	}
@@ -229,6 +278,12 @@ func (s *Session) Append(ctx context.Context, items ...Item) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// appendItems logs valid items and runs every layer's onItemAppend for
+// each, collecting persistence errors without stopping.
+func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 	var errs []error
 	for _, it := range items {
 		e := s.rt.entry(it)
@@ -245,19 +300,24 @@ func (s *Session) Append(ctx context.Context, items ...Item) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Record records what the model wrote in one call: it appends the items
 // (onItemAppend), then runs afterModelCall with them and store with every
 // item recorded since the previous Record.
+//
+// Only an invalid item (or a disposed session) stops Record before any
+// hook runs. Otherwise every layer's hooks run even when persisting
+// another layer's state failed: the returned error joins every such
+// failure (see Append), and the layers that succeeded keep their state.
 func (s *Session) Record(ctx context.Context, items ...Item) error {
-	if err := s.Append(ctx, items...); err != nil {
+	if err := s.validateAppend(items); err != nil {
 		return err
 	}
+	errs := s.appendItems(ctx, items)
 	newItems := s.items[s.stored:]
 	s.stored = len(s.items)
-	var errs []error
 	for k, inst := range s.insts {
 		if s.states[k].disabled {
 			continue
@@ -347,7 +407,13 @@ func (s *Session) CallFunction(ctx context.Context, call Item) (Item, error) {
 	if err != nil {
 		var he *HookError
 		if errors.As(err, &he) {
-			return FunctionCallOutput(call.CallID, "error: "+he.Err.Error()), nil
+			msg := he.Err.Error()
+			if he.Kind == KindPanic {
+				// As ExecuteTool does for tools: a panic's value and
+				// stack are for the diagnostics, not the model.
+				msg = "the function failed unexpectedly"
+			}
+			return FunctionCallOutput(call.CallID, "error: "+msg), nil
 		}
 		return FunctionCallOutput(call.CallID, "error: the call could not be applied"), err
 	}
@@ -398,10 +464,13 @@ type SpawnOptions struct {
 	History []Item
 }
 
-// Spawn starts a child run on the same thread and resource. Each parent
-// layer's onSpawn may seed the child's instance of that layer; the others
-// init as usual. A child never persists scoped state: what it learned
-// reaches the parent through Return and onReturn.
+// Spawn starts a child run on the same thread and resource. Init does not
+// run in a child: each layer's instance starts from the ChildState its
+// parent's onSpawn returns, else from the parent's current state (the same
+// value, not a deep copy: hooks return new state rather than mutate it).
+// A layer disabled in the parent stays disabled in the child. A child
+// never persists scoped state: what it learned reaches the parent through
+// Return and onReturn.
 func (s *Session) Spawn(ctx context.Context, opts SpawnOptions) (*Session, error) {
 	if s.disposed {
 		return nil, ErrDisposed
@@ -410,21 +479,22 @@ func (s *Session) Spawn(ctx context.Context, opts SpawnOptions) (*Session, error
 	if err != nil {
 		return nil, err
 	}
-	seeds := make([]any, len(s.insts))
+	seeds := make([]seed, len(s.insts))
 	for k, inst := range s.insts {
 		if s.states[k].disabled {
+			// Not re-initialised: the child runs without it too.
 			child.states[k].disabled = true
 			continue
 		}
-		seed, err := inst.onSpawn(ctx, child.info)
+		v, ok, err := inst.onSpawn(ctx, child.info)
 		if err != nil {
 			return nil, err
 		}
-		if seed == nil {
+		if !ok {
 			// No seed: the child starts from the parent's current state.
-			seed = inst.stateValue()
+			v = inst.stateValue()
 		}
-		seeds[k] = seed
+		seeds[k] = seed{v: v, ok: true}
 	}
 	if err := child.initLayers(ctx, seeds); err != nil {
 		return nil, err
@@ -479,9 +549,14 @@ func State[S any](s *Session, layerID string) (S, bool) {
 
 // SetState replaces the state of the layer with id (persisting it for the
 // durable scopes). The next recall sees it.
+//
+// A layer disabled by its init failure takes no state: the call fails.
 func SetState[S any](ctx context.Context, s *Session, layerID string, v S) error {
-	for _, inst := range s.insts {
+	for k, inst := range s.insts {
 		if inst.spec().ID == layerID {
+			if s.states[k].disabled {
+				return fmt.Errorf("core: layer %q is disabled", layerID)
+			}
 			return inst.setStateValue(ctx, v)
 		}
 	}

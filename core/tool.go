@@ -245,8 +245,12 @@ func (tc *sessionToolContext) Get(layerID string) (any, bool) {
 }
 
 func (tc *sessionToolContext) Set(layerID string, state any) error {
-	if _, ok := tc.s.rt.layerIndex[layerID]; !ok {
+	k, ok := tc.s.rt.layerIndex[layerID]
+	if !ok {
 		return fmt.Errorf("core: no layer %q", layerID)
+	}
+	if tc.s.states[k].disabled {
+		return fmt.Errorf("core: layer %q is disabled", layerID)
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()

@@ -101,16 +101,25 @@ type Policy[T any] struct {
 	Overflow Overflow
 	// WindowSize caps the history item count for OverflowSlidingWindow.
 	WindowSize int
-	// Summarize turns the dropped history prefix into one entry. It is
-	// required by OverflowSummarize. Returning ok=false keeps the plain
-	// truncation.
+	// Summarize turns the dropped history into one entry. It is required
+	// by OverflowSummarize. It gets exactly the entries the view leaves
+	// out, in order: the prefix before the cut, and the outputs after it
+	// whose call is in that prefix. The summary takes room, so the cut
+	// then moves later and Summarize is asked again for the longer
+	// prefix, until summary and kept history fit together: up to three
+	// calls per assembly. The cut never moves past the newest entry plain
+	// truncation keeps. Returning ok=false, or no summary that fits,
+	// keeps the plain truncation.
 	Summarize func(dropped []Entry[T]) (summary Entry[T], ok bool)
 	// TruncateStep, when positive, makes truncation cut the front of the
 	// history in steps of this many tokens on a fixed grid of the
 	// history's cumulative size, instead of one item at a time. The front
 	// then holds still between cuts, so a provider's prefix cache keeps
 	// the history part for many turns instead of losing it every turn; the
-	// price is up to TruncateStep tokens of history not shown.
+	// price is up to TruncateStep tokens of history not shown. Rounding
+	// never costs the newest entry the plain cut keeps (with the call it
+	// answers): where the next grid point lies past it, the plain cut is
+	// used for that assembly.
 	TruncateStep int
 }
 
@@ -184,8 +193,10 @@ type View[T any] struct {
 	// Summarized is true when the history starts with a summary entry.
 	Summarized bool
 	// LayerDropped counts anchor and live entries left out because the
-	// budget could not hold them.
-	LayerDropped int
+	// budget could not hold them; AnchorDropped and LiveDropped are their
+	// indices in Input.Anchor and Input.Live (nil when none).
+	LayerDropped               int
+	AnchorDropped, LiveDropped []int
 	// UpdatesDropped is true when the context updates did not fit and were
 	// left out as a whole. The runtime re-anchors rather than accept it.
 	UpdatesDropped bool
@@ -253,7 +264,8 @@ func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
 	// Claim the layer bands in order, each entry while it fits.
 	anchor, remaining, dropA := claim(in.Anchor, remaining)
 	live, remaining, dropL := claim(in.Live, remaining)
-	v.LayerDropped = dropA + dropL
+	v.AnchorDropped, v.LiveDropped = dropA, dropL
+	v.LayerDropped = len(dropA) + len(dropL)
 	var updates []Entry[T]
 	if u := sum(in.Updates); u <= remaining {
 		updates = in.Updates
@@ -296,19 +308,22 @@ func sum[T any](entries []Entry[T]) int {
 
 // claim keeps the entries of a layer band that fit, in order. An entry that
 // does not fit is left out; later, smaller ones may still fit. When all fit
-// the input slice is returned as is.
-func claim[T any](entries []Entry[T], remaining int) ([]Entry[T], int, int) {
+// the input slice is returned as is. It returns the indices left out.
+func claim[T any](entries []Entry[T], remaining int) ([]Entry[T], int, []int) {
 	if n := sum(entries); n <= remaining {
-		return entries, remaining - n, 0
+		return entries, remaining - n, nil
 	}
 	kept := make([]Entry[T], 0, len(entries))
-	for _, e := range entries {
+	var dropped []int
+	for i, e := range entries {
 		if e.Tokens <= remaining {
 			kept = append(kept, e)
 			remaining -= e.Tokens
+		} else {
+			dropped = append(dropped, i)
 		}
 	}
-	return kept, remaining, len(entries) - len(kept)
+	return kept, remaining, dropped
 }
 
 // fitHistory keeps the most recent history that fits in budget, applying
@@ -327,35 +342,105 @@ func fitHistory[T any](history []Entry[T], budget int, p *Policy[T]) ([]Entry[T]
 		from = onGrid(history, from, p.TruncateStep)
 	}
 	if p.Overflow == OverflowSummarize && p.Summarize != nil {
-		if summary, ok := p.Summarize(history[:from]); ok {
-			// Make room for the summary by dropping more of the front.
-			from = suffixStart(history, budget-summary.Tokens, len(history)-from)
-			if summary.Tokens <= budget {
-				kept := keptSuffix(history, from)
-				out := make([]Entry[T], 0, len(kept)+1)
-				out = append(out, summary)
-				out = append(out, kept...)
-				return out, from, true
-			}
+		if out, at, ok := summarized(history, from, budget, p.Summarize); ok {
+			return out, at, true
 		}
 	}
 	return keptSuffix(history, from), from, false
 }
 
+// maxSummaries bounds the Summarize calls of one assembly.
+const maxSummaries = 3
+
+// summarized replaces the history cut at from by a summary of exactly what
+// the cut drops, followed by what it keeps. A summary takes room, so the
+// cut moves later and the summary is asked again for the longer prefix,
+// until summary and kept history fit together (at most maxSummaries
+// calls). The cut never moves past the newest entry the plain cut keeps:
+// a summary is no substitute for the message being answered. ok is false
+// when the summarizer declines, or no summary it gave fits: the caller
+// then truncates plainly.
+func summarized[T any](history []Entry[T], from, budget int, summarize func([]Entry[T]) (Entry[T], bool)) ([]Entry[T], int, bool) {
+	newest := newestStart(history, from)
+	for range maxSummaries {
+		kept := keptSuffix(history, from)
+		summary, ok := summarize(droppedAt(history, from, kept))
+		if !ok || summary.Tokens > budget {
+			return nil, 0, false
+		}
+		if summary.Tokens+sum(kept) <= budget {
+			out := make([]Entry[T], 0, len(kept)+1)
+			out = append(out, summary)
+			out = append(out, kept...)
+			return out, from, true
+		}
+		// Make room for a summary of this size; the prefix it covers
+		// grows, so ask again.
+		next := suffixStart(history, budget-summary.Tokens, len(history))
+		if next <= from || next > newest {
+			return nil, 0, false // next <= from cannot happen: the kept part was over the room
+		}
+		from = next
+	}
+	return nil, 0, false
+}
+
+// droppedAt lists, in input order, the history entries a cut at from
+// leaves out: the prefix, and the outputs after the cut whose call it
+// dropped (kept is keptSuffix(history, from)).
+func droppedAt[T any](history []Entry[T], from int, kept []Entry[T]) []Entry[T] {
+	if len(kept) == len(history)-from {
+		return history[:from:from]
+	}
+	lost := orphanGroups(history, from)
+	out := append([]Entry[T](nil), history[:from]...)
+	for _, e := range history[from:] {
+		if _, orphan := lost[e.Group]; orphan && e.Group != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // onGrid moves a cut forward to the next point of a grid of step tokens of
 // the history's cumulative size, so successive turns cut at the same place
-// until the history outgrows the next grid point.
+// until the history outgrows the next grid point. The rounding never costs
+// the newest entry the unrounded cut keeps (with the call it answers):
+// when the next grid point lies past it, the unrounded cut stands.
 func onGrid[T any](history []Entry[T], from, step int) int {
 	cut := 0
 	for i := 0; i < from; i++ {
 		cut += history[i].Tokens
 	}
 	target := (cut + step - 1) / step * step
-	for from < len(history) && cut < target {
-		cut += history[from].Tokens
-		from++
+	rounded := from
+	for rounded < len(history) && cut < target {
+		cut += history[rounded].Tokens
+		rounded++
 	}
-	return from
+	if rounded > newestStart(history, from) {
+		return from
+	}
+	return rounded
+}
+
+// newestStart is the index a cut may move up to while keeping the newest
+// entry that survives a cut at from: that entry, or the call it answers.
+// It is len(history) when a cut at from keeps nothing.
+func newestStart[T any](history []Entry[T], from int) int {
+	for i := len(history) - 1; i >= from; i-- {
+		e := &history[i]
+		if e.Group == "" || e.Opens {
+			return i
+		}
+		// An output: it survives when its call is kept too.
+		for j := i - 1; j >= from; j-- {
+			if history[j].Group == e.Group && history[j].Opens {
+				return j
+			}
+		}
+	}
+	return len(history)
 }
 
 // suffixStart walks back from the end and returns the index of the first
@@ -381,9 +466,27 @@ func suffixStart[T any](history []Entry[T], budget, limit int) int {
 // walks only the kept part.
 func keptSuffix[T any](history []Entry[T], from int) []Entry[T] {
 	kept := history[from:]
-	if from == 0 {
+	lost := orphanGroups(history, from)
+	if len(lost) == 0 {
 		return kept
 	}
+	out := make([]Entry[T], 0, len(kept))
+	for _, e := range kept {
+		if _, orphan := lost[e.Group]; orphan && e.Group != "" {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// orphanGroups returns the groups of history[from:] whose opener lies
+// before from, nil when there are none.
+func orphanGroups[T any](history []Entry[T], from int) map[string]struct{} {
+	if from == 0 {
+		return nil
+	}
+	kept := history[from:]
 	// Outputs are seen before their openers when walking backwards; any
 	// group still open at the cut lost its opener.
 	var pending map[string]struct{}
@@ -401,17 +504,7 @@ func keptSuffix[T any](history []Entry[T], from int) []Entry[T] {
 			pending[e.Group] = struct{}{}
 		}
 	}
-	if len(pending) == 0 {
-		return kept
-	}
-	out := make([]Entry[T], 0, len(kept))
-	for _, e := range kept {
-		if _, orphan := pending[e.Group]; orphan && e.Group != "" {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return pending
 }
 
 // Unlimited is the budget of an uncapped view or layer.

@@ -94,6 +94,15 @@ func TestClaimOrderAndUpdatesAllOrNothing(t *testing.T) {
 	if got := names(v); got != "sys a h l t" || !v.UpdatesDropped {
 		t.Fatalf("view = %q updatesDropped=%v", got, v.UpdatesDropped)
 	}
+	// Layer entries that do not fit are left out by index; a later,
+	// smaller one still fits.
+	in2 := in
+	in2.Anchor = []projector.Entry[item]{e("a1", 10), e("a2", 30), e("a3", 5)}
+	in2.Live = []projector.Entry[item]{e("l1", 20), e("l2", 5)}
+	v, _ = projector.Assemble(in2, &projector.Policy[item]{TokenBudget: 45})
+	if got := names(v); got != "sys a1 a3 l2 t" || fmt.Sprint(v.AnchorDropped, v.LiveDropped) != "[1] [0]" || v.LayerDropped != 2 {
+		t.Fatalf("view = %q dropped %v %v (%d)", got, v.AnchorDropped, v.LiveDropped, v.LayerDropped)
+	}
 	v, _ = projector.Assemble(in, &projector.Policy[item]{TokenBudget: 60})
 	if got := names(v); got != "sys a l u1 u2 t" {
 		t.Fatalf("view = %q", got)
@@ -120,7 +129,9 @@ func TestSlidingWindowAndSummarize(t *testing.T) {
 			return e("summary", 2), true
 		}}
 	v, _ = projector.Assemble(projector.Input[item]{History: hist}, p)
-	if got := names(v); got != "summary h7 h8 h9" || !v.Summarized || dropped != 5 {
+	// The summary takes room: the cut moves to h7 and the summary covers
+	// exactly h0..h6, the entries the view leaves out.
+	if got := names(v); got != "summary h7 h8 h9" || !v.Summarized || dropped != 7 {
 		t.Fatalf("summarized = %q (dropped %d)", got, dropped)
 	}
 }
@@ -147,6 +158,10 @@ func TestPolicyValidate(t *testing.T) {
 func FuzzAssemble(f *testing.F) {
 	f.Add([]byte{3, 5, 1, 9, 200, 4, 7, 2}, uint16(40), uint8(0))
 	f.Add([]byte{1, 1, 1, 1, 1, 1}, uint16(3), uint8(1))
+	f.Add([]byte("00"), uint16(30), uint8('#')) // a summary must not swallow the newest entry
+	f.Add([]byte("0"), uint16(13), uint8('S'))  // a summary alone when nothing fits
+	f.Add([]byte{200, 12}, uint16(120), uint8(2))
+	f.Add([]byte("28800"), uint16(40), uint8('['))
 	f.Fuzz(func(t *testing.T, data []byte, budget uint16, mode uint8) {
 		if len(data) == 0 {
 			return
@@ -160,7 +175,8 @@ func FuzzAssemble(f *testing.F) {
 				open = fmt.Sprint(i)
 				hist = append(hist, call(open, tokens))
 			case b%5 == 1 && open != "":
-				hist = append(hist, output(open, tokens))
+				// Unique names: a call may get several outputs.
+				hist = append(hist, projector.Entry[item]{Item: item{fmt.Sprint("out-", open, "-", i)}, Tokens: tokens, Group: open})
 			default:
 				hist = append(hist, e(fmt.Sprint("h", i), tokens))
 			}
@@ -171,12 +187,49 @@ func FuzzAssemble(f *testing.F) {
 			Tail: []projector.Entry[item]{e("t", 1)},
 		}
 		p := &projector.Policy[item]{TokenBudget: int(budget) + 3, ResponseReserve: 1}
-		if mode%2 == 1 {
-			p.Overflow, p.WindowSize = projector.OverflowSlidingWindow, int(mode)
+		var summarized []string
+		switch mode % 4 {
+		case 1:
+			p.Overflow, p.WindowSize = projector.OverflowSlidingWindow, int(mode/4)+1
+		case 2:
+			p.TruncateStep = int(mode/4)*3 + 1
+		case 3:
+			p.Overflow = projector.OverflowSummarize
+			p.Summarize = func(d []projector.Entry[item]) (projector.Entry[item], bool) {
+				summarized = summarized[:0]
+				for _, en := range d {
+					summarized = append(summarized, en.Item.name)
+				}
+				return e("summary", int(mode/4)%20+len(d)%7), mode%8 != 7
+			}
 		}
 		v, err := projector.Assemble(in, p)
 		if err != nil {
 			return
+		}
+		// The newest entry survives whenever it fits what history got
+		// (an output needs its call, so only plain entries are checked).
+		histBudget := p.Available() - (v.TotalTokens() - v.Tokens[projector.BandHistory])
+		if last := hist[len(hist)-1]; last.Group == "" && last.Tokens <= histBudget {
+			kept := v.Band(projector.BandHistory)
+			if len(kept) == 0 || kept[len(kept)-1].Item != last.Item {
+				t.Fatalf("newest entry %v (%d tokens, history budget %d) not kept: %v", last.Item, last.Tokens, histBudget, kept)
+			}
+		}
+		// A summary covers exactly what the view leaves out.
+		if v.Summarized {
+			seen := map[string]int{}
+			for _, n := range summarized {
+				seen[n]++
+			}
+			for _, en := range v.Band(projector.BandHistory)[1:] {
+				seen[en.Item.name]++
+			}
+			for _, en := range hist {
+				if seen[en.Item.name] != 1 {
+					t.Fatalf("%s summarized or shown %d times (summary of %v, view %q)", en.Item.name, seen[en.Item.name], summarized, names(v))
+				}
+			}
 		}
 		if v.TotalTokens() > p.Available() {
 			t.Fatalf("view %d tokens over budget %d", v.TotalTokens(), p.Available())
@@ -189,6 +242,9 @@ func FuzzAssemble(f *testing.F) {
 			} else if en.Group != "" && !seenCalls[en.Group] {
 				t.Fatalf("output %s without its call", en.Item.name)
 			}
+		}
+		if v.Summarized {
+			kept = kept[1:]
 		}
 		// Kept history is the input from HistoryFrom on, minus orphans:
 		// the last input entry that is not an orphan output is kept.
@@ -226,5 +282,81 @@ func TestTruncateStepHoldsTheFront(t *testing.T) {
 	// 200: the front moves about 2000/200 times, not 150 times.
 	if moves > 12 {
 		t.Fatalf("front moved %d times", moves)
+	}
+}
+
+// A summary covers exactly the entries the view leaves out: none is both
+// unsummarized and hidden, however the cut moves to make room for it.
+func TestSummarizeCoversExactlyTheDroppedPrefix(t *testing.T) {
+	hist := make([]projector.Entry[item], 10)
+	for i := range hist {
+		hist[i] = e(fmt.Sprint("h", i), 10)
+	}
+	var got []string
+	size := 20
+	p := &projector.Policy[item]{TokenBudget: 50, Overflow: projector.OverflowSummarize,
+		Summarize: func(d []projector.Entry[item]) (projector.Entry[item], bool) {
+			got = got[:0]
+			for _, en := range d {
+				got = append(got, en.Item.name)
+			}
+			return e("summary", size), true
+		}}
+	v, err := projector.Assemble(projector.Input[item]{History: hist}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(v) != "summary h7 h8 h9" || fmt.Sprint(got) != "[h0 h1 h2 h3 h4 h5 h6]" || v.HistoryFrom != 7 || v.HistoryDropped != 7 {
+		t.Fatalf("view %q from %d dropped %d, summary of %v", names(v), v.HistoryFrom, v.HistoryDropped, got)
+	}
+	// A summary larger than the whole budget: plain truncation instead of
+	// an empty history.
+	size = 60
+	v, _ = projector.Assemble(projector.Input[item]{History: hist}, p)
+	if names(v) != "h5 h6 h7 h8 h9" || v.Summarized {
+		t.Fatalf("oversized summary: view %q summarized=%v", names(v), v.Summarized)
+	}
+	// A summary that grows with what it covers never fits: truncation.
+	grow := &projector.Policy[item]{TokenBudget: 50, Overflow: projector.OverflowSummarize,
+		Summarize: func(d []projector.Entry[item]) (projector.Entry[item], bool) {
+			return e("summary", 6*len(d)), true
+		}}
+	v, _ = projector.Assemble(projector.Input[item]{History: hist}, grow)
+	if names(v) != "h5 h6 h7 h8 h9" || v.Summarized || v.TotalTokens() > 50 {
+		t.Fatalf("growing summary: view %q summarized=%v", names(v), v.Summarized)
+	}
+	// A cut between a call and its output drops the output with its call:
+	// the summary covers it too, so nothing is hidden unsummarized.
+	paired := []projector.Entry[item]{e("u1", 10), call("c1", 10), output("c1", 10), e("u2", 10), e("u3", 10)}
+	size = 5
+	v, _ = projector.Assemble(projector.Input[item]{History: paired}, &projector.Policy[item]{TokenBudget: 35,
+		Overflow: projector.OverflowSummarize, Summarize: p.Summarize})
+	if names(v) != "summary u2 u3" || fmt.Sprint(got) != "[u1 call-c1 out-c1]" {
+		t.Fatalf("paired: view %q, summary of %v", names(v), got)
+	}
+}
+
+// Rounding the cut to the step never costs the newest entry: a large
+// old entry followed by a small new one keeps the new one.
+func TestTruncateStepNeverDropsTheNewest(t *testing.T) {
+	hist := []projector.Entry[item]{e("old", 1900), e("newest", 200)}
+	v, err := projector.Assemble(projector.Input[item]{History: hist}, &projector.Policy[item]{TokenBudget: 2000, TruncateStep: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(v) != "newest" {
+		t.Fatalf("view = %q, want the newest entry", names(v))
+	}
+	// The same with the newest entry a call and its output.
+	hist = []projector.Entry[item]{e("old", 1900), call("c", 100), output("c", 100)}
+	v, _ = projector.Assemble(projector.Input[item]{History: hist}, &projector.Policy[item]{TokenBudget: 2000, TruncateStep: 500})
+	if names(v) != "call-c out-c" {
+		t.Fatalf("view = %q, want the newest call and output", names(v))
+	}
+	// Where the grid leaves the newest entry alone the step still rounds.
+	hist = []projector.Entry[item]{e("a", 100), e("b", 100), e("c", 100), e("d", 100), e("e", 100)}
+	v, _ = projector.Assemble(projector.Input[item]{History: hist}, &projector.Policy[item]{TokenBudget: 450, TruncateStep: 300})
+	if names(v) != "d e" || v.HistoryFrom != 3 {
+		t.Fatalf("view = %q from %d, want the cut rounded to 300 tokens", names(v), v.HistoryFrom)
 	}
 }
