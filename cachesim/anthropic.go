@@ -17,6 +17,24 @@ const (
 	DefaultMaxBreakpoints     = 4
 )
 
+// AnthropicMinCacheableTokens returns the built-in minimum cacheable
+// prefix per model family, keyed by model name prefix, as Anthropic's
+// prompt-caching docs list them (checked 2026): 2048 tokens for Claude
+// Haiku 3 and 3.5, 4096 for Claude Haiku 4.5, Opus 4.5 and Opus 4.6.
+// Every other model (Sonnet 3.7 to 4.6, Opus 4 and 4.1) takes
+// DefaultAnthropicMinTokens, 1024. Keys match the API's model ids
+// ("claude-3-5-haiku-20241022", "claude-haiku-4-5", "claude-opus-4-5-...");
+// a new table is returned on each call.
+func AnthropicMinCacheableTokens() map[string]int {
+	return map[string]int{
+		"claude-3-haiku":   2048,
+		"claude-3-5-haiku": 2048,
+		"claude-haiku-4-5": 4096,
+		"claude-opus-4-5":  4096,
+		"claude-opus-4-6":  4096,
+	}
+}
+
 // AnthropicOptions configures an Anthropic simulator. The zero value
 // simulates Anthropic's documented defaults.
 type AnthropicOptions struct {
@@ -24,9 +42,12 @@ type AnthropicOptions struct {
 	Prices Prices
 	// MinCacheableTokens maps a model name, or a prefix of model names, to
 	// the shortest prefix that model caches. The longest key that is a prefix
-	// of Request.Model wins; e.g. {"claude-3-5-haiku": 2048}.
+	// of Request.Model wins; e.g. {"claude-3-5-haiku": 2048}. A model no key
+	// here matches takes the built-in table (AnthropicMinCacheableTokens),
+	// then DefaultMinCacheableTokens.
 	MinCacheableTokens map[string]int
-	// DefaultMinCacheableTokens applies to models no key matches; 0 means 1024.
+	// DefaultMinCacheableTokens applies to models neither MinCacheableTokens
+	// nor the built-in table matches; 0 means 1024.
 	DefaultMinCacheableTokens int
 	// LookbackBlocks is how many blocks before each breakpoint are checked for
 	// an earlier cached prefix; 0 means 20.
@@ -45,6 +66,7 @@ type minRule struct {
 type Anthropic struct {
 	prices     Prices
 	rules      []minRule // longest prefix first
+	builtin    []minRule // AnthropicMinCacheableTokens, longest prefix first
 	defaultMin int
 	lookback   int
 	maxBP      int
@@ -77,17 +99,8 @@ func NewAnthropic(opts AnthropicOptions) (*Anthropic, error) {
 		maxBP:      cmp.Or(opts.MaxBreakpoints, DefaultMaxBreakpoints),
 		st:         newStore(),
 	}
-	for k, v := range opts.MinCacheableTokens {
-		a.rules = append(a.rules, minRule{k, v})
-	}
-	// Longest prefix first; keys are unique, so equal lengths never both
-	// match one model, and sorting by name too keeps error reports stable.
-	sort.Slice(a.rules, func(i, j int) bool {
-		if len(a.rules[i].prefix) != len(a.rules[j].prefix) {
-			return len(a.rules[i].prefix) > len(a.rules[j].prefix)
-		}
-		return a.rules[i].prefix < a.rules[j].prefix
-	})
+	a.rules = sortedRules(opts.MinCacheableTokens)
+	a.builtin = sortedRules(AnthropicMinCacheableTokens())
 	for _, r := range a.rules {
 		if r.prefix == "" || r.tokens < 0 {
 			return nil, fmt.Errorf("%w: MinCacheableTokens[%q] = %d", ErrInvalidOptions, r.prefix, r.tokens)
@@ -96,11 +109,32 @@ func NewAnthropic(opts AnthropicOptions) (*Anthropic, error) {
 	return a, nil
 }
 
-// MinCacheableTokens returns the shortest prefix model caches.
+// sortedRules lists m longest prefix first; keys are unique, so equal
+// lengths never both match one model, and sorting by name too keeps error
+// reports stable.
+func sortedRules(m map[string]int) []minRule {
+	rules := make([]minRule, 0, len(m))
+	for k, v := range m {
+		rules = append(rules, minRule{k, v})
+	}
+	sort.Slice(rules, func(i, j int) bool {
+		if len(rules[i].prefix) != len(rules[j].prefix) {
+			return len(rules[i].prefix) > len(rules[j].prefix)
+		}
+		return rules[i].prefix < rules[j].prefix
+	})
+	return rules
+}
+
+// MinCacheableTokens returns the shortest prefix model caches: the longest
+// matching key of AnthropicOptions.MinCacheableTokens, else of the
+// built-in table (AnthropicMinCacheableTokens), else the default.
 func (a *Anthropic) MinCacheableTokens(model string) int {
-	for _, r := range a.rules {
-		if strings.HasPrefix(model, r.prefix) {
-			return r.tokens
+	for _, rules := range [][]minRule{a.rules, a.builtin} {
+		for _, r := range rules {
+			if strings.HasPrefix(model, r.prefix) {
+				return r.tokens
+			}
 		}
 	}
 	return a.defaultMin

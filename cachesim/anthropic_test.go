@@ -290,3 +290,43 @@ func TestNewAnthropicRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// The default minimum used to be 1024 for every model: a Haiku 3.5 prefix
+// of 1500 tokens was cached in the simulation but not by Anthropic. The
+// built-in table follows the docs per family; options still override it.
+func TestAnthropicBuiltInMinimumPerFamily(t *testing.T) {
+	a := newAnthropic(t, AnthropicOptions{})
+	for model, min := range map[string]int{
+		"claude-3-haiku-20240307":    2048,
+		"claude-3-5-haiku-20241022":  2048,
+		"claude-3-5-haiku-latest":    2048,
+		"claude-haiku-4-5-20251001":  4096,
+		"claude-haiku-4-5":           4096,
+		"claude-opus-4-5-20251101":   4096,
+		"claude-opus-4-6":            4096,
+		"claude-sonnet-4-5":          1024, // benchmarks/cachebench's model
+		"claude-sonnet-4-5-20250929": 1024,
+		"claude-opus-4-1-20250805":   1024,
+		"claude-opus-4-20250514":     1024,
+		"claude-3-7-sonnet-latest":   1024,
+		"gpt-5":                      1024,
+	} {
+		if got := a.MinCacheableTokens(model); got != min {
+			t.Errorf("MinCacheableTokens(%q) = %d, want %d", model, got, min)
+		}
+	}
+	b := bp(blk("doc", 3000))
+	want(t, "haiku 4.5: 3000 < 4096", send(t, a, t0, "claude-haiku-4-5", b), 0, 0, 0, 3000)
+	want(t, "sonnet 4.5: 3000 >= 1024", send(t, a, t0, "claude-sonnet-4-5", b), 0, 3000, 0, 0)
+	o := newAnthropic(t, AnthropicOptions{MinCacheableTokens: map[string]int{"claude": 1500}, DefaultMinCacheableTokens: 512})
+	for model, min := range map[string]int{"claude-haiku-4-5": 1500, "gpt-5": 512} {
+		if got := o.MinCacheableTokens(model); got != min {
+			t.Errorf("with options: MinCacheableTokens(%q) = %d, want %d", model, got, min)
+		}
+	}
+	// The table is a fresh copy: changing it changes no simulator.
+	AnthropicMinCacheableTokens()["claude-haiku-4-5"] = 1
+	if got := newAnthropic(t, AnthropicOptions{}).MinCacheableTokens("claude-haiku-4-5"); got != 4096 {
+		t.Errorf("table mutated through its copy: %d", got)
+	}
+}

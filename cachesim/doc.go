@@ -38,11 +38,14 @@
 //     uncached. So read + write + uncached = the request's tokens.
 //   - Minimum cacheable length: a breakpoint whose prefix has fewer tokens
 //     than the model's minimum is not written and its tokens stay uncached,
-//     unless a later, long enough breakpoint covers them. The default is
-//     1024 tokens (Claude Sonnet and Opus 3.x/4 in the docs); the docs give
-//     2048 for Claude Haiku 3 and 3.5 and newer docs 4096 for some newer
-//     models. Set them with [AnthropicOptions].MinCacheableTokens, keyed by
-//     model name prefix, e.g. {"claude-3-5-haiku": 2048}.
+//     unless a later, long enough breakpoint covers them. The minimum
+//     depends on the model family, as the docs list it
+//     ([AnthropicMinCacheableTokens], keyed by model id prefix): 2048 for
+//     Claude Haiku 3 and 3.5, 4096 for Claude Haiku 4.5, Opus 4.5 and Opus
+//     4.6, and 1024 for every other model (Sonnet 3.7 to 4.6, Opus 4 and
+//     4.1; [DefaultAnthropicMinTokens]). [AnthropicOptions].MinCacheableTokens
+//     overrides it per model prefix, e.g. {"claude-3-5-haiku": 2048}, and
+//     DefaultMinCacheableTokens for the models no key matches.
 //   - TTL: 5 minutes by default, 1 hour with [TTL1h]; every hit refreshes the
 //     entry at no cost. An entry is alive while Request.At <= last use + TTL,
 //     so a request exactly 5m after the last use hits and one 5m+1s after

@@ -45,6 +45,28 @@
 //
 // The agent package runs this loop for hosts that want one.
 //
+// # Tool calls and steering
+//
+// The model's calls are recorded before anyone is asked about them, so
+// nothing that Record triggers may give a call its effect. The order per
+// call is: Record (the call is logged), BeforeToolCall (every layer, in
+// slot order; the first Deny wins), then ExecuteTool for an allowed call,
+// and Append of its output (or of the denial). Hence:
+//
+//   - BeforeToolCall fails closed: a hook that errors, panics or times out
+//     denies the call with a reason saying it could not be checked, and a
+//     diagnostic, unless the layer says OnToolCallError:
+//     ToolCallErrorAllow;
+//   - ExecuteTool and CallFunction refuse a call this session denied
+//     (ErrCallDenied);
+//   - a layer's declared calls (Layer.CallNames, the spec's function-call
+//     state) are applied by its Store hook when ExecuteTool routes them,
+//     whenever some layer can deny calls; with no such layer, Record
+//     applies them as it logs them;
+//   - a layer that tracks a call's effect (a file a read tool read) acts
+//     on the call's output, whose ItemAppendParams.CallAllowed says that
+//     the session let the call run.
+//
 // # Bands, epochs and the prompt cache
 //
 // A view is assembled in bands:

@@ -51,6 +51,11 @@ var ErrDisposed = errors.New("core: session is disposed")
 // ErrUnknownFunction is returned when a call names no provided function.
 var ErrUnknownFunction = errors.New("core: unknown function")
 
+// ErrCallDenied is returned by ExecuteTool for a call the layers denied in
+// this session (Session.BeforeToolCall answered Allowed false): a denied
+// call never runs, even when the host routes it anyway.
+var ErrCallDenied = errors.New("core: call denied")
+
 // HookError reports a hook that failed, panicked or timed out. Init
 // failures are returned as *HookError; the others are recorded as
 // diagnostics.

@@ -27,7 +27,9 @@ type LayerSpec struct {
 	Placement   Placement
 	Timeouts    Timeouts
 	OnInitError InitErrorPolicy
-	RecallMode  RecallMode
+	// OnToolCallError is the layer's ToolCallErrorPolicy.
+	OnToolCallError ToolCallErrorPolicy
+	RecallMode      RecallMode
 	// Functions are the names of provided functions, without the layer id.
 	Functions []FunctionSpec
 	// Hooks lists the hooks the layer implements, e.g. "recall".
@@ -131,7 +133,8 @@ func (l Layer[S]) Spec() LayerSpec {
 	spec := LayerSpec{
 		ID: l.ID, Name: l.Name, Slot: l.Slot, Scope: l.Scope, Budget: l.Budget,
 		Placement: l.Placement, Timeouts: l.Timeouts, OnInitError: l.OnInitError, RecallMode: l.RecallMode,
-		CallNames: append([]string(nil), l.CallNames...),
+		OnToolCallError: l.OnToolCallError,
+		CallNames:       append([]string(nil), l.CallNames...),
 	}
 	if spec.Scope == "" {
 		spec.Scope = ScopeThread
@@ -172,10 +175,12 @@ type instance interface {
 	renderDelta(ctx context.Context, prev, next []Item) (string, DiagnosticKind, error)
 	projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (HistoryProjection, bool, error)
 	hasProjectHistory() bool
-	onItemAppend(ctx context.Context, item Item, index int) error
+	onItemAppend(ctx context.Context, item Item, index int, call *Item, allowed bool) error
+	hasBeforeToolCall() bool
 	beforeToolCall(ctx context.Context, call Item) (Verdict, string, string, error)
 	afterModelCall(ctx context.Context, newItems []Item) error
 	store(ctx context.Context, newItems, history []Item) error
+	storeCall(ctx context.Context, call Item, history []Item) error
 	onSpawn(ctx context.Context, child RunInfo) (any, bool, error)
 	onReturn(ctx context.Context, child RunInfo, childInst instance, result []Item) error
 	onComplete(ctx context.Context, log []Item, outcome string) error

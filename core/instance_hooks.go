@@ -185,15 +185,23 @@ func (i *layerInstance[S]) projectHistory(ctx context.Context, history []Item, t
 	return proj, true, nil
 }
 
-func (i *layerInstance[S]) onItemAppend(ctx context.Context, item Item, index int) error {
+func (i *layerInstance[S]) onItemAppend(ctx context.Context, item Item, index int, call *Item, allowed bool) error {
 	if i.layer.Hooks.OnItemAppend == nil {
 		return nil
 	}
-	p := ItemAppendParams[S]{Run: i.run(), State: i.state, Item: item, Index: index}
+	p := ItemAppendParams[S]{Run: i.run(), State: i.state, Item: item, Index: index, Call: call, CallAllowed: allowed}
 	return guard(ctx, i, "onItemAppend", i.timeout(func(t Timeouts) time.Duration { return t.OnItemAppend }),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.OnItemAppend(ctx, p) })
 }
 
+func (i *layerInstance[S]) hasBeforeToolCall() bool { return i.layer.Hooks.BeforeToolCall != nil }
+
+// beforeToolCall asks the layer about a call. A hook that errors, panics,
+// times out or is cancelled denies the call (fail closed: a Deny rule
+// whose check is slow must not let the call run), unless the layer says
+// ToolCallErrorAllow; either way the failure is a diagnostic. A returned
+// error is a failure to persist the decision's state; the verdict comes
+// with it.
 func (i *layerInstance[S]) beforeToolCall(ctx context.Context, call Item) (Verdict, string, string, error) {
 	if i.layer.Hooks.BeforeToolCall == nil {
 		return Allow, "", "", nil
@@ -203,10 +211,15 @@ func (i *layerInstance[S]) beforeToolCall(ctx context.Context, call Item) (Verdi
 		func(ctx context.Context) (ToolDecision[S], error) { return i.layer.Hooks.BeforeToolCall(ctx, p) })
 	if err != nil {
 		i.sess.diagnose(i.sp.ID, "beforeToolCall", kind, err)
-		return Allow, "", "", nil
+		if i.sp.OnToolCallError == ToolCallErrorAllow {
+			return Allow, "", "", nil
+		}
+		// The reason goes to the model: the kind, not the error's text,
+		// which is for the diagnostics.
+		return Deny, fmt.Sprintf("the call could not be checked (the check failed: %s), so it is refused", kind), "", nil
 	}
 	if err := i.commit(ctx, "beforeToolCall", d.State); err != nil {
-		return Allow, "", "", err
+		return d.Verdict, d.Reason, d.Arguments, err
 	}
 	return d.Verdict, d.Reason, d.Arguments, nil
 }
@@ -227,6 +240,24 @@ func (i *layerInstance[S]) store(ctx context.Context, newItems, history []Item) 
 	p := StoreParams[S]{Run: i.run(), State: i.state, NewItems: newItems, History: history}
 	return guard(ctx, i, "store", i.timeout(func(t Timeouts) time.Duration { return t.Store }),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
+}
+
+// storeCall applies one declared call (Layer.CallNames) that the host
+// routed after the layers allowed it: the Store hook runs with NewItems
+// holding just the call. A hook failure is a diagnostic and is returned
+// (a *HookError) so the call's output can say what went wrong.
+func (i *layerInstance[S]) storeCall(ctx context.Context, call Item, history []Item) error {
+	if i.layer.Hooks.Store == nil {
+		return nil
+	}
+	p := StoreParams[S]{Run: i.run(), State: i.state, NewItems: []Item{call}, History: history}
+	next, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Store }),
+		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
+	if err != nil {
+		i.sess.diagnose(i.sp.ID, "store", kind, err)
+		return &HookError{Layer: i.sp.ID, Hook: "store", Kind: kind, Err: err}
+	}
+	return i.commit(ctx, "store", next)
 }
 
 // onSpawn runs the parent's hook; ok is false when it gave the child no

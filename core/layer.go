@@ -65,6 +65,21 @@ const (
 	InitErrorDisable InitErrorPolicy = "disable"
 )
 
+// ToolCallErrorPolicy says what a BeforeToolCall hook that fails does to
+// the call it was asked about.
+type ToolCallErrorPolicy string
+
+// Tool-call check failure policies. The zero value is ToolCallErrorDeny.
+const (
+	// ToolCallErrorDeny denies the call (fail closed): a check that
+	// cannot answer must not let through what it exists to stop.
+	ToolCallErrorDeny ToolCallErrorPolicy = ""
+	// ToolCallErrorAllow lets the call go on to the next layer (fail
+	// open), for a layer whose check is advisory. The failure is still a
+	// diagnostic.
+	ToolCallErrorAllow ToolCallErrorPolicy = "allow"
+)
+
 // RecallMode says whether the turn waits for a layer's recall.
 type RecallMode string
 
@@ -120,7 +135,11 @@ type Layer[S any] struct {
 	Timeouts  Timeouts
 	// OnInitError defaults to InitErrorThrow.
 	OnInitError InitErrorPolicy
-	RecallMode  RecallMode
+	// OnToolCallError says what a BeforeToolCall hook that errors, panics
+	// or times out does: ToolCallErrorDeny (the default) denies the call
+	// with a reason saying it could not be checked.
+	OnToolCallError ToolCallErrorPolicy
+	RecallMode      RecallMode
 	// Functions are offered to the model as tools named "ID/Name"; calls
 	// to them are routed back to the layer. Each call runs under the
 	// layer's Store timeout (Timeouts.Store): like Store it changes the
@@ -128,9 +147,20 @@ type Layer[S any] struct {
 	Functions []Function[S]
 	// CallNames are plain function-call names the layer applies in its
 	// Store hook (the spec's function-call state pattern: no tool schema
-	// is offered, the system prompt tells the model to call them). Such a
-	// call is applied when Record logs it; Session.ExecuteTool then only
-	// answers it, so the provider still gets an output for the call.
+	// is offered, the system prompt tells the model to call them). The
+	// Store hook stays the one write path, but when it sees such a call
+	// depends on whether a call can be denied:
+	//
+	//   - when some layer of the session has a BeforeToolCall hook, Record
+	//     withholds the layer's calls from its Store hook, and
+	//     Session.ExecuteTool, which the host calls once the layers
+	//     allowed the call, runs the Store hook with that one call
+	//     (NewItems holds just it) and answers with "ok: applied by <id>"
+	//     or the error. A denied call is never applied, a call id at most
+	//     once;
+	//   - when no layer can deny, the call is applied when Record logs it
+	//     and ExecuteTool only answers it, so the provider still gets an
+	//     output for the call.
 	CallNames []string
 	// Merge resolves a compare-and-swap conflict when the runtime persists
 	// state that another run changed meanwhile: it gets the stored state
@@ -265,6 +295,18 @@ type ItemAppendParams[S any] struct {
 	Item  Item
 	// Index is the item's position in the run's log.
 	Index int
+	// Call, for a function_call_output, is the function_call it answers
+	// (the latest one in the log with its CallID); nil otherwise.
+	Call *Item
+	// CallAllowed, for a function_call_output, reports that this session
+	// let the call it answers run: Session.BeforeToolCall allowed it, or
+	// Session.ExecuteTool ran it, and no layer denied it since. It is
+	// false for a denial's output and for an output the host appended
+	// without asking either. The host records the model's calls before
+	// asking the layers about them, so a layer that acts on a call's
+	// effect (a file the call reads) must act here, on the output with
+	// CallAllowed, never on the function_call itself.
+	CallAllowed bool
 }
 
 // ToolCallParams is passed to BeforeToolCall.

@@ -303,6 +303,11 @@ func validateSpec(s LayerSpec) error {
 	default:
 		return bad(CodeInvalidLayer, "OnInitError", fmt.Sprintf("unknown policy %q", s.OnInitError))
 	}
+	switch s.OnToolCallError {
+	case ToolCallErrorDeny, ToolCallErrorAllow:
+	default:
+		return bad(CodeInvalidLayer, "OnToolCallError", fmt.Sprintf("unknown policy %q", s.OnToolCallError))
+	}
 	switch s.RecallMode {
 	case RecallAtomic, RecallEventual:
 	default:

@@ -70,7 +70,27 @@ type Session struct {
 	logTokens int
 
 	tools []FunctionSpec
+
+	// Tool-call bookkeeping by call id: where the call is in the log,
+	// what became of it (BeforeToolCall, ExecuteTool), and the declared
+	// calls ExecuteTool applied.
+	callAt  map[string]int
+	verdict map[string]callVerdict
+	applied map[string]bool
 }
+
+// callVerdict is what the session knows of a call's fate.
+type callVerdict uint8
+
+const (
+	callUnasked callVerdict = iota
+	// callAllowed: BeforeToolCall allowed it.
+	callAllowed
+	// callDenied: BeforeToolCall denied it (or could not check it).
+	callDenied
+	// callRan: ExecuteTool (or CallFunction) ran it.
+	callRan
+)
 
 // layerRun is the per-session bookkeeping of one layer.
 type layerRun struct {
@@ -122,6 +142,7 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		revs:   map[storage.Key]int64{},
 		states: make([]layerRun, len(rt.layers)),
 		stats:  make([]layerStats, len(rt.layers)),
+		callAt: map[string]int{}, verdict: map[string]callVerdict{}, applied: map[string]bool{},
 	}
 	if parent != nil {
 		s.info.ParentRunID = parent.info.RunID
@@ -134,6 +155,9 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		s.log = append(s.log, e)
 		s.items = append(s.items, it)
 		s.logTokens += e.Tokens
+		if it.Type == TypeFunctionCall {
+			s.callAt[it.CallID] = len(s.items) - 1
+		}
 	}
 	s.stored = len(s.items)
 	for _, l := range rt.layers {
@@ -282,7 +306,8 @@ func (s *Session) validateAppend(items []Item) error {
 }
 
 // appendItems logs valid items and runs every layer's onItemAppend for
-// each, collecting persistence errors without stopping.
+// each, collecting persistence errors without stopping. An output comes
+// with the call it answers and whether this session let that call run.
 func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 	var errs []error
 	for _, it := range items {
@@ -291,11 +316,29 @@ func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 		s.items = append(s.items, it)
 		s.logTokens += e.Tokens
 		idx := len(s.items) - 1
+		var call *Item
+		allowed := false
+		switch it.Type {
+		case TypeFunctionCall:
+			s.callAt[it.CallID] = idx
+		case TypeFunctionCallOutput:
+			if j, ok := s.callAt[it.CallID]; ok {
+				c := s.items[j]
+				call = &c
+			}
+			v := s.verdict[it.CallID]
+			allowed = v == callAllowed || v == callRan
+		}
 		for k, inst := range s.insts {
 			if s.states[k].disabled {
 				continue
 			}
-			if err := inst.onItemAppend(ctx, it, idx); err != nil {
+			var c *Item
+			if call != nil {
+				cc := *call // each hook gets its own copy
+				c = &cc
+			}
+			if err := inst.onItemAppend(ctx, it, idx, c, allowed); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -306,6 +349,11 @@ func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 // Record records what the model wrote in one call: it appends the items
 // (onItemAppend), then runs afterModelCall with them and store with every
 // item recorded since the previous Record.
+//
+// When a layer can deny calls (some layer has a BeforeToolCall hook), a
+// layer's declared calls (Layer.CallNames) are left out of its store's
+// NewItems: the model's calls are recorded before the layers are asked
+// about them, so such a call is applied by ExecuteTool once allowed.
 //
 // Only an invalid item (or a disposed session) stops Record before any
 // hook runs. Otherwise every layer's hooks run even when persisting
@@ -326,15 +374,58 @@ func (s *Session) Record(ctx context.Context, items ...Item) error {
 			errs = append(errs, err)
 		}
 	}
+	deferCalls := s.canDeny()
 	for k, inst := range s.insts {
 		if s.states[k].disabled {
 			continue
 		}
-		if err := inst.store(ctx, newItems, s.items); err != nil {
+		items := newItems
+		if deferCalls {
+			items = s.withoutDeclaredCalls(newItems, k)
+		}
+		if err := inst.store(ctx, items, s.items); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// canDeny reports whether a layer of the session can deny a tool call.
+func (s *Session) canDeny() bool {
+	for k, inst := range s.insts {
+		if !s.states[k].disabled && inst.hasBeforeToolCall() {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutDeclaredCalls returns items without the function calls layer k
+// declares (Layer.CallNames); items itself when it holds none.
+func (s *Session) withoutDeclaredCalls(items []Item, k int) []Item {
+	if len(s.insts[k].spec().CallNames) == 0 {
+		return items
+	}
+	declared := func(it *Item) bool {
+		owner, ok := s.rt.callNames[it.Name]
+		return it.Type == TypeFunctionCall && ok && owner == k
+	}
+	var out []Item
+	for i := range items {
+		if declared(&items[i]) {
+			if out == nil {
+				out = append(make([]Item, 0, len(items)), items[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, items[i])
+		}
+	}
+	if out == nil {
+		return items
+	}
+	return out
 }
 
 // ToolDecisionResult is the layers' combined answer on a tool call.
@@ -352,6 +443,13 @@ type ToolDecisionResult struct {
 
 // BeforeToolCall asks every layer about a tool call, in slot order. The
 // first denial wins; a layer may rewrite the arguments for the next.
+//
+// It fails closed: a layer whose hook errors, panics or times out denies
+// the call (a diagnostic says why) unless the layer says
+// ToolCallErrorAllow, and when a layer's decision cannot be persisted the
+// error comes back with Allowed false. The session remembers the answer:
+// ExecuteTool refuses a denied call (ErrCallDenied), and the layers see it
+// with the call's output (ItemAppendParams.CallAllowed).
 func (s *Session) BeforeToolCall(ctx context.Context, call Item) (ToolDecisionResult, error) {
 	if s.disposed {
 		return ToolDecisionResult{}, ErrDisposed
@@ -366,20 +464,38 @@ func (s *Session) BeforeToolCall(ctx context.Context, call Item) (ToolDecisionRe
 		}
 		verdict, reason, args, err := inst.beforeToolCall(ctx, res.Call)
 		if err != nil {
+			s.deny(&res, call, inst.spec().ID, "the call could not be checked (its decision could not be saved), so it is refused")
 			return res, err
 		}
 		if args != "" {
 			res.Call.Arguments = args
 		}
 		if verdict == Deny {
-			res.Allowed = false
-			res.DeniedBy = inst.spec().ID
-			res.Reason = reason
-			res.Output = FunctionCallOutput(call.CallID, fmt.Sprintf("Call to %s denied by %s: %s", call.Name, res.DeniedBy, reason))
+			s.deny(&res, call, inst.spec().ID, reason)
 			return res, nil
 		}
 	}
+	s.verdict[call.CallID] = callAllowed
 	return res, nil
+}
+
+// deny fills a denial into res and remembers it.
+func (s *Session) deny(res *ToolDecisionResult, call Item, by, reason string) {
+	res.Allowed = false
+	res.DeniedBy = by
+	res.Reason = reason
+	res.Output = FunctionCallOutput(call.CallID, fmt.Sprintf("Call to %s denied by %s: %s", call.Name, by, reason))
+	s.verdict[call.CallID] = callDenied
+}
+
+// refuseDenied answers a call the layers denied in this session, which
+// must not run; ok is false for any other call.
+func (s *Session) refuseDenied(call Item) (out Item, denied bool, err error) {
+	if s.verdict[call.CallID] != callDenied {
+		return Item{}, false, nil
+	}
+	return FunctionCallOutput(call.CallID, fmt.Sprintf("error: the call to %s was denied and did not run", call.Name)), true,
+		fmt.Errorf("%w: %s (call %s)", ErrCallDenied, call.Name, call.CallID)
 }
 
 // IsFunction reports whether name is a function a layer provides.
@@ -397,11 +513,15 @@ func (s *Session) CallFunction(ctx context.Context, call Item) (Item, error) {
 	if s.disposed {
 		return Item{}, ErrDisposed
 	}
+	if out, denied, err := s.refuseDenied(call); denied {
+		return out, err
+	}
 	k, ok := s.rt.functions[call.Name]
 	if !ok || s.states[k].disabled {
 		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown function %q", call.Name)),
 			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
 	}
+	s.verdict[call.CallID] = callRan
 	fn := call.Name[strings.IndexByte(call.Name, '/')+1:]
 	out, err := s.insts[k].callFunction(ctx, fn, call)
 	if err != nil {

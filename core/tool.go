@@ -217,6 +217,29 @@ func (t *funcTool[In, Out]) Execute(ctx context.Context, tc ToolContext, argumen
 	return string(raw), nil
 }
 
+// applyDeclared runs a declared call of layer k that the host routed. When
+// a layer can deny calls, Record withheld it from the Store hook, so it is
+// applied now, once per call id; otherwise Record applied it already.
+func (s *Session) applyDeclared(ctx context.Context, k int, call Item) (Item, error) {
+	s.verdict[call.CallID] = callRan
+	id := s.insts[k].spec().ID
+	if s.canDeny() && !s.applied[call.CallID] {
+		if err := s.insts[k].storeCall(ctx, call, s.items); err != nil {
+			var he *HookError
+			if errors.As(err, &he) {
+				msg := he.Err.Error()
+				if he.Kind == KindPanic {
+					msg = "the call failed unexpectedly"
+				}
+				return FunctionCallOutput(call.CallID, "error: "+msg), nil
+			}
+			return FunctionCallOutput(call.CallID, "error: the call could not be applied"), err
+		}
+		s.applied[call.CallID] = true
+	}
+	return FunctionCallOutput(call.CallID, fmt.Sprintf("ok: applied by %s", id)), nil
+}
+
 // sessionToolContext buffers a tool's writes until it returns.
 type sessionToolContext struct {
 	s *Session
@@ -272,7 +295,13 @@ const ToolTimeout = 2 * time.Minute
 // arguments, a failing, panicking or hung tool all produce an output that
 // tells the model what went wrong, with no state changed; only an unknown
 // name also returns ErrUnknownFunction. It does not consult the layers'
-// beforeToolCall: call BeforeToolCall first (the agent package does).
+// beforeToolCall: call BeforeToolCall first (the agent package does). A
+// call BeforeToolCall denied in this session does not run: the output
+// says so and the error is ErrCallDenied.
+//
+// A declared call (Layer.CallNames) is applied here, by its layer's Store
+// hook, when a layer of the session can deny calls (Record withheld it);
+// otherwise Record applied it and this only answers it.
 func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 	if s.disposed {
 		return Item{}, ErrDisposed
@@ -280,18 +309,21 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 	if call.Type != TypeFunctionCall {
 		return Item{}, fmt.Errorf("%w: ExecuteTool needs a function_call", ErrInvalidItem)
 	}
+	if out, denied, err := s.refuseDenied(call); denied {
+		return out, err
+	}
 	if s.IsFunction(call.Name) {
 		return s.CallFunction(ctx, call)
 	}
 	if k, ok := s.rt.callNames[call.Name]; ok && !s.states[k].disabled {
-		// Applied by the layer's Store hook when Record logged it.
-		return FunctionCallOutput(call.CallID, fmt.Sprintf("ok: applied by %s", s.insts[k].spec().ID)), nil
+		return s.applyDeclared(ctx, k, call)
 	}
 	tool, ok := s.rt.toolByName[call.Name]
 	if !ok {
 		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown tool %q", call.Name)),
 			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
 	}
+	s.verdict[call.CallID] = callRan
 	// Tools read state from a snapshot taken now and write through a
 	// buffer: a late write from a timed-out tool cannot race the session.
 	tc := &sessionToolContext{s: s, snapshot: make([]any, len(s.insts))}

@@ -5,11 +5,22 @@
 //	<dir>/records/   memory records and vectors (chromem collection "memories")
 //	<dir>/state/     layer state with revisions (filestore)
 //	<dir>/strata.json which embedder the records were embedded with
+//	<dir>/strata.lock held (flock) while Open checks strata.json and opens the records
 //
 // The embedder is the offline default model (embed/uselite) unless
 // Options.Embedder says otherwise; the records remember which one wrote
 // them, and reopening with another fails clearly instead of mixing vectors
 // (memctl reindex moves a store to another embedder).
+//
+// Open holds a directory-wide lock from reading strata.json until the
+// records collection (which keeps its own lock while open) is open, so two
+// first opens of one directory with different embedders cannot both write
+// strata.json: one creates it and opens the records, the other reads it
+// and fails with ErrEmbedderMismatch. strata.json is written to a unique
+// temporary file, synced, and then linked into place (a first write, which
+// fails if the file exists) or renamed over it (WriteMeta), with the
+// directory synced: a crash leaves the old file or the new one, never an
+// empty one.
 package embedded
 
 import (
@@ -19,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/uselite"
@@ -73,16 +85,25 @@ func Open(ctx context.Context, dir string, opts Options) (*Env, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
+	unlock, err := lockDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	want := Meta{Embedder: emb.Model(), Dimension: emb.Dimension()}
 	meta, err := ReadMeta(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		meta = Meta{Embedder: emb.Model(), Dimension: emb.Dimension()}
-		if err := WriteMeta(dir, meta); err != nil {
-			return nil, err
+	if errors.Is(err, os.ErrNotExist) {
+		meta, err = want, createMeta(dir, want)
+		if errors.Is(err, os.ErrExist) {
+			// Created meanwhile by a writer without the lock (an older
+			// strata, or a platform without flock): that one stands.
+			meta, err = ReadMeta(dir)
 		}
+	}
+	switch {
 	case err != nil:
 		return nil, err
-	case meta.Embedder != emb.Model() || meta.Dimension != emb.Dimension():
+	case meta != want:
 		return nil, fmt.Errorf("%w: %s has %s (%d-d), opened with %s (%d-d); run memctl reindex",
 			ErrEmbedderMismatch, dir, meta.Embedder, meta.Dimension, emb.Model(), emb.Dimension())
 	}
@@ -105,29 +126,141 @@ func (e *Env) Close() error {
 
 // ReadMeta reads <dir>/strata.json.
 func ReadMeta(dir string) (Meta, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "strata.json"))
+	raw, err := os.ReadFile(filepath.Join(dir, metaName))
 	if err != nil {
 		return Meta{}, err
 	}
 	var m Meta
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return Meta{}, fmt.Errorf("embedded: %s: %w", filepath.Join(dir, "strata.json"), err)
+		return Meta{}, fmt.Errorf("embedded: %s: %w", filepath.Join(dir, metaName), err)
 	}
 	return m, nil
 }
 
-// WriteMeta writes <dir>/strata.json atomically.
+// metaName is the file Meta is kept in.
+const metaName = "strata.json"
+
+// WriteMeta replaces <dir>/strata.json atomically and durably: a unique
+// temporary file, synced, renamed into place, and the directory synced.
+// A crash leaves the old content or the new, never a torn file.
 func WriteMeta(dir string, m Meta) error {
-	raw, err := json.MarshalIndent(m, "", "  ")
+	tmp, err := writeTemp(dir, m)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, ".strata.json.tmp")
-	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, metaName)); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("embedded: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "strata.json")); err != nil {
+	return syncDir(dir)
+}
+
+// createMeta writes <dir>/strata.json only if it does not exist yet (an
+// error matching os.ErrExist otherwise), as durably as WriteMeta: the
+// complete temporary file is hard-linked into place, which fails when the
+// name is taken. Where hard links are not supported it falls back to an
+// O_EXCL create.
+func createMeta(dir string, m Meta) error {
+	tmp, err := writeTemp(dir, m)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	final := filepath.Join(dir, metaName)
+	lerr := os.Link(tmp, final)
+	switch {
+	case lerr == nil:
+		return syncDir(dir)
+	case errors.Is(lerr, os.ErrExist):
+		return fmt.Errorf("embedded: %w", lerr)
+	}
+	f, err := os.OpenFile(final, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
 		return fmt.Errorf("embedded: %w", err)
+	}
+	raw, _ := encodeMeta(m)
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		_ = os.Remove(final)
+		return fmt.Errorf("embedded: %w", err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		_ = os.Remove(final)
+		return fmt.Errorf("embedded: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func encodeMeta(m Meta) ([]byte, error) {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(raw, '\n'), nil
+}
+
+// writeTemp writes m to a uniquely named, synced temporary file in dir
+// and returns its path: concurrent writers never share one.
+func writeTemp(dir string, m Meta) (string, error) {
+	raw, err := encodeMeta(m)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".strata.json.*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("embedded: %w", err)
+	}
+	_, werr := f.Write(raw)
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("embedded: write %s: %w", f.Name(), err)
+	}
+	return f.Name(), nil
+}
+
+// syncDir makes a rename or link in dir durable. Platforms that cannot
+// sync a directory (Windows) report an error that is ignored.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("embedded: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("embedded: sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// lockName is the directory-wide lock file.
+const lockName = "strata.lock"
+
+// lockDir takes the directory-wide lock, waiting (with ctx) while another
+// Open holds it, and returns its release.
+func lockDir(ctx context.Context, dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open lock: %w", err)
+	}
+	wait := time.Millisecond
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("embedded: lock %s: %w", f.Name(), err)
+		}
+		if ok {
+			// Closing the file releases the flock.
+			return func() { f.Close() }, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, fmt.Errorf("embedded: waiting for %s: %w", f.Name(), ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
 }

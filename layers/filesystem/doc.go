@@ -10,7 +10,11 @@
 //   - a user message mentions it as "#path" (relative to Options.Root),
 //     e.g. "please fix #internal/parse.go.";
 //   - the model calls one of Options.ReadTools, e.g. read_file with its
-//     path in the "path" argument (a string or a list of strings);
+//     path in the "path" argument (a string or a list of strings), and
+//     the call's output is appended for a call the session let run
+//     (core.ItemAppendParams.CallAllowed). The call itself tracks
+//     nothing: the host records it before the steering layers are asked,
+//     and a denied read must not show the file it asked for;
 //   - the model calls the provided function "<id>/track" (with
 //     Options.Functions; "<id>/untrack" stops tracking).
 //
@@ -31,9 +35,15 @@
 // # Rendering
 //
 // Every recall re-reads the tracked files, because files change on disk.
-// A content cache keyed by path and validated by size and modification time
-// (one stat per file per turn) keeps unchanged files from being read or
-// tokenized again. A file renders as one developer message:
+// A content cache keyed by path and validated by size, modification time,
+// status-change time, device and inode (one stat per file per turn; the
+// last three where the platform reports them) keeps unchanged files from
+// being read or tokenized again. A same-size rewrite that restores the
+// modification time (cp -p, rsync -t) still moves the status-change time.
+// A file changed in the last two seconds is not cached at all, since a
+// second write in the same timestamp tick would change no time. Files are
+// opened without blocking and refused unless regular, so a FIFO swapped in
+// cannot hang a recall. A file renders as one developer message:
 //
 //	## internal/parse.go
 //	```

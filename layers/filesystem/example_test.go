@@ -30,9 +30,14 @@ func Example() {
 	sess, _ := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
 
 	// "#main.go" in a user message tracks the file; so does a read_file
-	// call of the model. "#../etc/passwd" is outside the root: refused.
+	// call of the model, once the layers allowed it and its output is
+	// appended. "#../etc/passwd" is outside the root: refused.
 	_ = sess.Append(ctx, core.UserMessage("Why does #main.go do nothing? See also #../etc/passwd."))
-	_ = sess.Record(ctx, core.FunctionCall("call-1", "read_file", `{"path":"go.mod"}`))
+	call := core.FunctionCall("call-1", "read_file", `{"path":"go.mod"}`)
+	_ = sess.Record(ctx, call)
+	if d, err := sess.BeforeToolCall(ctx, call); err == nil && d.Allowed {
+		_ = sess.Append(ctx, core.FunctionCallOutput(call.CallID, "module example")) // the host read it
+	}
 
 	view, _ := sess.Assemble(ctx)
 	for _, it := range view.Band(core.BandAnchor) {

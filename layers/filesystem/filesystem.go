@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -74,7 +75,11 @@ type Options struct {
 	// the same bytes.
 	Priority func(path string) int
 	// ReadTools are tools whose calls track the file they read. None by
-	// default.
+	// default. A read is tracked when its output is appended for a call
+	// the session let run (core.ItemAppendParams.CallAllowed: the host
+	// asked Session.BeforeToolCall, or routed it through
+	// Session.ExecuteTool, as package agent does), never when the call is
+	// recorded: the steering layers may still deny it.
 	ReadTools []ReadTool
 	// DisableMentions stops tracking "#path" mentions in user messages.
 	DisableMentions bool
@@ -126,6 +131,9 @@ type layer struct {
 	tk       tokens.Tokenizer
 	log      *slog.Logger
 	cache    *contentCache
+	// now is the clock the cache's settle time is measured with; tests
+	// move it.
+	now func() time.Time
 	// fileReads counts files read from disk (cache misses), for tests and
 	// tuning.
 	fileReads atomic.Int64
@@ -200,7 +208,7 @@ func newLayer(opts Options) (*layer, error) {
 	}
 	l := &layer{id: opts.ID, root: root, maxBytes: opts.MaxFileBytes, maxFiles: opts.MaxFiles,
 		priority: opts.Priority, reads: reads, mentions: !opts.DisableMentions, tk: opts.Tokenizer,
-		log: opts.Logger, cache: newContentCache(max(256, 4*opts.MaxFiles))}
+		log: opts.Logger, cache: newContentCache(max(256, 4*opts.MaxFiles)), now: time.Now}
 	if l.priority == nil {
 		l.priority = func(string) int { return 0 }
 	}
@@ -258,17 +266,26 @@ func (l *layer) init(_ context.Context, p core.InitParams) (State, error) {
 // '#' costs a bounded number of stats.
 const maxPathsPerItem = 256
 
-// candidates returns the raw paths an item refers to, at most
-// maxPathsPerItem.
-func (l *layer) candidates(it core.Item) []string {
-	paths := l.allCandidates(it)
+// candidates returns the raw paths an appended item refers to, at most
+// maxPathsPerItem: the mentions of a user message, or the paths a read
+// tool read, taken from its call when its output is appended for a call
+// the session let run. The call itself tracks nothing: it is recorded
+// before the steering layers are asked, and a denied read must not show
+// the file it asked for.
+func (l *layer) candidates(p core.ItemAppendParams[State]) []string {
+	var paths []string
+	switch it := p.Item; {
+	case it.Type == core.TypeMessage && it.Role == core.RoleUser && l.mentions:
+		paths = Mentions(it.Text())
+	case it.Type == core.TypeFunctionCallOutput && p.CallAllowed && p.Call != nil:
+		paths = l.readPaths(*p.Call)
+	}
 	return paths[:min(len(paths), maxPathsPerItem)]
 }
 
-func (l *layer) allCandidates(it core.Item) []string {
+// readPaths returns the paths a call to a read tool names.
+func (l *layer) readPaths(it core.Item) []string {
 	switch {
-	case it.Type == core.TypeMessage && it.Role == core.RoleUser && l.mentions:
-		return Mentions(it.Text())
 	case it.Type == core.TypeFunctionCall:
 		arg, ok := l.reads[it.Name]
 		if !ok {
@@ -295,7 +312,7 @@ func (l *layer) allCandidates(it core.Item) []string {
 }
 
 func (l *layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]) (*State, error) {
-	paths := l.candidates(p.Item)
+	paths := l.candidates(p)
 	if len(paths) == 0 {
 		return nil, nil
 	}
@@ -468,6 +485,9 @@ type pathsArgs struct {
 func (l *layer) trackFn(ctx context.Context, st State, args pathsArgs) (string, *State, error) {
 	if len(args.Paths) == 0 {
 		return "", nil, &core.ArgumentError{Function: l.id + "/track", Err: errors.New("paths is empty")}
+	}
+	if len(args.Paths) > maxPathsPerItem {
+		return "", nil, &core.ArgumentError{Function: l.id + "/track", Err: fmt.Errorf("%d paths, at most %d per call", len(args.Paths), maxPathsPerItem)}
 	}
 	next, tracked, refused, err := l.track(ctx, st, args.Paths)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/layers/filesystem"
+	"github.com/stratamem/strata/layers/steering"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -319,16 +320,130 @@ func TestReadToolsTrack(t *testing.T) {
 	s := start(t, filesystem.Options{Root: dir, DisableMentions: true,
 		ReadTools: []filesystem.ReadTool{{Name: "read_file", Arg: "path"}, {Name: "read_many", Arg: "paths"}}})
 	_ = s.Append(ctx, core.UserMessage("look at #src/w.go"))
-	err := s.Record(ctx,
+	calls := []core.Item{
 		core.FunctionCall("c1", "read_file", `{"path":"src/x.go"}`),
 		core.FunctionCall("c2", "read_many", `{"paths":["src/y.go", "`+filepath.ToSlash(filepath.Join(dir, "src", "z.go"))+`"]}`),
 		core.FunctionCall("c3", "write_file", `{"path":"src/w.go"}`),
-		core.FunctionCall("c4", "read_file", `{"path":"../../etc/passwd"}`))
-	if err != nil {
+		core.FunctionCall("c4", "read_file", `{"path":"../../etc/passwd"}`),
+	}
+	if err := s.Record(ctx, calls...); err != nil {
 		t.Fatal(err)
+	}
+	if got := tracked(s); len(got) != 0 {
+		t.Fatalf("recording the calls tracked %v before anyone allowed them", got)
+	}
+	for _, c := range calls {
+		hostRuns(t, s, c)
 	}
 	if got := tracked(s); !slices.Equal(got, []string{"src/x.go", "src/y.go", "src/z.go"}) {
 		t.Fatalf("tracked = %v", got)
+	}
+	// An output the host appends without asking the layers tracks
+	// nothing.
+	write(t, dir, "src/v.go", "package src\n", t0)
+	c5 := core.FunctionCall("c5", "read_file", `{"path":"src/v.go"}`)
+	if err := s.Record(ctx, c5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, core.FunctionCallOutput("c5", "package src")); err != nil {
+		t.Fatal(err)
+	}
+	if got := tracked(s); slices.Contains(got, "src/v.go") {
+		t.Fatalf("an unchecked read was tracked: %v", got)
+	}
+}
+
+// hostRuns plays the host for a recorded call of a tool the host runs
+// itself: ask the layers, run what they allow, append the output.
+func hostRuns(t *testing.T, s *core.Session, call core.Item) core.ToolDecisionResult {
+	t.Helper()
+	ctx := context.Background()
+	d, err := s.BeforeToolCall(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := d.Output
+	if d.Allowed {
+		out = core.FunctionCallOutput(call.CallID, "(file content)")
+	}
+	if err := s.Append(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A read_file the steering layer denies used to be tracked when the call
+// was recorded, before the host asked BeforeToolCall: the denial said
+// "denied" and the next view showed the file anyway.
+func TestDeniedReadIsNotTracked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write(t, dir, "secret.env", "API_KEY=hunter2\n", t0)
+	write(t, dir, "notes.txt", "buy milk\n", t0)
+	fs, err := filesystem.New(filesystem.Options{Root: dir, ReadTools: []filesystem.ReadTool{{Name: "read_file", Arg: "path"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := steering.New(steering.Options{Rules: []steering.Rule{{Name: "no-secrets", Tool: "read_file",
+		Match:  steering.ArgsContain(".env"),
+		Action: steering.Deny, Reason: "secrets are off limits"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{fs, st}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Append(ctx, core.UserMessage("hi"))
+	denied := core.FunctionCall("c1", "read_file", `{"path":"secret.env"}`)
+	allowed := core.FunctionCall("c2", "read_file", `{"path":"notes.txt"}`)
+	if err := s.Record(ctx, denied, allowed); err != nil { // as agent.Turn does, before asking
+		t.Fatal(err)
+	}
+	if d := hostRuns(t, s, denied); d.Allowed {
+		t.Fatal("expected a denial")
+	}
+	if d := hostRuns(t, s, allowed); !d.Allowed {
+		t.Fatalf("allowed read denied: %+v", d)
+	}
+	v, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, it := range v.Items() {
+		all.WriteString(it.Text())
+	}
+	if strings.Contains(all.String(), "hunter2") {
+		t.Fatalf("denied file content reaches the model: %q", all.String())
+	}
+	if !strings.Contains(all.String(), "buy milk") {
+		t.Fatalf("allowed read not shown: %q", all.String())
+	}
+	if got := tracked(s); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Fatalf("tracked = %v", got)
+	}
+}
+
+func TestTrackFunctionCapsPaths(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "a", t0)
+	s := start(t, filesystem.Options{Root: dir, Functions: true})
+	paths := make([]string, 257)
+	for i := range paths {
+		paths[i] = "a.txt"
+	}
+	raw, _ := json.Marshal(map[string]any{"paths": paths})
+	out, err := s.CallFunction(context.Background(), core.FunctionCall("c1", "filesystem/track", string(raw)))
+	if err != nil || !strings.Contains(out.Output, "at most 256") {
+		t.Fatalf("257 paths: %q %v", out.Output, err)
+	}
+	if got := tracked(s); len(got) != 0 {
+		t.Fatalf("tracked %v", got)
 	}
 }
 

@@ -79,8 +79,8 @@ func (l *layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 }
 
 // block returns the rendered block of one file and its token count, from
-// the cache when the file's size and modification time are unchanged. ok
-// is false when the file cannot be shown (gone, not regular, unreadable).
+// the cache when the file is unchanged (see fileID). ok is false when the
+// file cannot be shown (gone, not regular, unreadable).
 func (l *layer) block(ctx context.Context, root *os.Root, path string) (string, int, bool) {
 	name := filepath.FromSlash(path)
 	info, err := root.Stat(name)
@@ -94,10 +94,10 @@ func (l *layer) block(ctx context.Context, root *os.Root, path string) (string, 
 	if !info.Mode().IsRegular() {
 		return "", 0, false
 	}
-	if block, tokens, ok := l.cache.get(path, info.Size(), info.ModTime()); ok {
+	if block, tokens, ok := l.cache.get(path, idOf(info)); ok {
 		return block, tokens, true
 	}
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, openFlags, 0)
 	if err != nil {
 		l.log.LogAttrs(ctx, slog.LevelWarn, "filesystem: tracked file not shown", slog.String("layer", l.id),
 			slog.String("path", path), slog.String("reason", err.Error()))
@@ -105,7 +105,7 @@ func (l *layer) block(ctx context.Context, root *os.Root, path string) (string, 
 	}
 	defer f.Close()
 	// Cache under the opened file's own metadata: a change racing this
-	// read shows up as a newer mtime on the next stat and is read again.
+	// read shows up as a newer ctime on the next stat and is read again.
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", 0, false
@@ -118,7 +118,9 @@ func (l *layer) block(ctx context.Context, root *os.Root, path string) (string, 
 	}
 	block := RenderFile(path, data, truncated, fi.Size())
 	tokens := l.tk.Count(block)
-	l.cache.put(path, fi.Size(), fi.ModTime(), block, tokens)
+	if id := idOf(fi); id.settled(l.now()) {
+		l.cache.put(path, id, block, tokens)
+	}
 	return block, tokens, true
 }
 
@@ -257,9 +259,52 @@ func Mentions(text string) []string {
 	return out
 }
 
-// contentCache holds rendered blocks by path, valid while the file's size
-// and modification time are unchanged. It is shared by the sessions of a
-// runtime, so it is locked; files are read outside the lock.
+// fileID is what a cached block is validated by on the next stat.
+//
+// Size and modification time alone serve stale bytes after a same-size
+// rewrite that keeps the mtime (cp -p, rsync -t, tar x, or two writes in
+// one clock tick). The status-change time (ctime) cannot be set from user
+// space and moves on every write, chmod or utimes, and device and inode
+// tell a file replaced by rename from the one cached. Where the platform
+// does not report them (fileid_other.go) they stay zero and compare
+// equal.
+type fileID struct {
+	size     int64
+	mod      time.Time
+	ctime    time.Time
+	dev, ino uint64
+}
+
+func idOf(fi os.FileInfo) fileID {
+	id := fileID{size: fi.Size(), mod: fi.ModTime()}
+	sysID(fi, &id)
+	return id
+}
+
+func (a fileID) same(b fileID) bool {
+	return a.size == b.size && a.mod.Equal(b.mod) && a.ctime.Equal(b.ctime) && a.dev == b.dev && a.ino == b.ino
+}
+
+// settleTime is how long after its last change a file is cached. A write
+// within the same timestamp tick as the read that cached it would leave
+// every time unchanged; file systems stamp with a clock as coarse as a
+// jiffy (ext4, tmpfs) or 2 s (FAT), so a file changed in the last 2 s is
+// read again on every recall instead.
+const settleTime = 2 * time.Second
+
+// settled reports whether the file last changed at least settleTime before
+// now. A time in the future (clock skew) is never settled.
+func (a fileID) settled(now time.Time) bool {
+	last := a.mod
+	if a.ctime.After(last) {
+		last = a.ctime
+	}
+	return now.Sub(last) >= settleTime
+}
+
+// contentCache holds rendered blocks by path, valid while the file's
+// fileID is unchanged. It is shared by the sessions of a runtime, so it is
+// locked; files are read outside the lock.
 type contentCache struct {
 	mu   sync.Mutex
 	max  int
@@ -268,8 +313,7 @@ type contentCache struct {
 }
 
 type cacheEntry struct {
-	size   int64
-	mod    time.Time
+	id     fileID
 	block  string
 	tokens int
 	used   uint64
@@ -279,11 +323,11 @@ func newContentCache(max int) *contentCache {
 	return &contentCache{max: max, m: map[string]*cacheEntry{}}
 }
 
-func (c *contentCache) get(path string, size int64, mod time.Time) (string, int, bool) {
+func (c *contentCache) get(path string, id fileID) (string, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[path]
-	if !ok || e.size != size || !e.mod.Equal(mod) {
+	if !ok || !e.id.same(id) {
 		return "", 0, false
 	}
 	c.tick++
@@ -291,11 +335,11 @@ func (c *contentCache) get(path string, size int64, mod time.Time) (string, int,
 	return e.block, e.tokens, true
 }
 
-func (c *contentCache) put(path string, size int64, mod time.Time, block string, tokens int) {
+func (c *contentCache) put(path string, id fileID, block string, tokens int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tick++
-	c.m[path] = &cacheEntry{size: size, mod: mod, block: block, tokens: tokens, used: c.tick}
+	c.m[path] = &cacheEntry{id: id, block: block, tokens: tokens, used: c.tick}
 	if len(c.m) <= c.max {
 		return
 	}

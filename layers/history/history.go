@@ -11,8 +11,10 @@
 // front is a pure function of the log (no state), so the same log always
 // gives the same view.
 //
-// A function call is never separated from its output: the front moves
-// forward past an output whose call it would leave behind.
+// A function call is never separated from its output, parallel calls
+// included: the front moves past a call block it would split, or back to
+// its first call when moving past would drop the newest item. The newest
+// item (with the call it answers) is always shown.
 package history
 
 import (
@@ -67,47 +69,162 @@ func Layer(opts Options) (core.Layer[struct{}], error) {
 
 // Front returns the index of the first history item to show under opts.
 // tokensOf may be nil when only MaxItems is set.
+//
+// Two rules bound the stepped cut. It never passes the newest item (or,
+// when the newest item is an output, the call it answers): a view without
+// the message being answered is useless, and the projector, not this
+// layer, enforces the hard token budget. And it never shows an output
+// whose call it cut: with parallel calls [call A, call B, out A, out B] a
+// front on call B would send out A alone, which providers reject. The
+// front then moves past the whole call block, or, when that would pass the
+// newest item, back to the block's first call.
 func Front(history []core.Item, tokensOf func(int) int, opts Options) int {
 	low := opts.LowWatermark
 	if low == 0 {
 		low = 0.5
 	}
-	start := 0
+	start, exact := 0, 0
 	if opts.MaxItems > 0 {
-		start = max(start, steppedFront(len(history), opts.MaxItems, low, func(i int) int { return 1 }))
+		s, e := steppedFront(len(history), opts.MaxItems, low, func(i int) int { return 1 })
+		start, exact = max(start, s), max(exact, e)
 	}
 	if opts.MaxTokens > 0 && tokensOf != nil {
-		start = max(start, steppedFront(len(history), opts.MaxTokens, low, tokensOf))
+		s, e := steppedFront(len(history), opts.MaxTokens, low, tokensOf)
+		start, exact = max(start, s), max(exact, e)
 	}
-	// Never leave an output without its call.
-	for start < len(history) && history[start].Type == core.TypeFunctionCallOutput {
-		start++
+	bound := newestStart(history)
+	switch {
+	case start <= bound:
+	case exact <= bound:
+		// The grid step would cost the newest item; the unrounded cut
+		// keeps it, so take that instead (as projector.onGrid does).
+		start = exact
+	default:
+		start = bound
 	}
-	return start
+	return withoutOrphans(history, start, bound)
+}
+
+// newestStart is the index the front may move up to: the newest item, or
+// the call it answers when it is an output. An output with no call in the
+// log at all cannot be shown whole, so it does not count. It is
+// len(history) when no item counts.
+func newestStart(history []core.Item) int {
+	for i := len(history) - 1; i >= 0; i-- {
+		it := &history[i]
+		if it.Type != core.TypeFunctionCallOutput {
+			return i
+		}
+		for j := i - 1; j >= 0; j-- {
+			if history[j].Type == core.TypeFunctionCall && history[j].CallID == it.CallID {
+				return j
+			}
+		}
+	}
+	return len(history)
+}
+
+// withoutOrphans moves the front at start so that history[front:] shows no
+// output without its call. It first moves forward past the last such
+// output (which can orphan more outputs, so it repeats) as long as it
+// stays at or before bound; otherwise it moves back to the earliest call
+// whose output history[front:] shows.
+func withoutOrphans(history []core.Item, start, bound int) int {
+	for s := start; ; {
+		last := lastOrphan(history, s)
+		if last < 0 {
+			return s
+		}
+		if last+1 > bound {
+			break
+		}
+		s = last + 1
+	}
+	s := start
+	for {
+		j := earliestLostCall(history, s)
+		if j < 0 {
+			return s
+		}
+		s = j
+	}
+}
+
+// lastOrphan returns the index of the last output of history[from:] whose
+// call is not in history[from:] before it, or -1.
+func lastOrphan(history []core.Item, from int) int {
+	calls := map[string]struct{}{}
+	last := -1
+	for i := from; i < len(history); i++ {
+		switch it := &history[i]; it.Type {
+		case core.TypeFunctionCall:
+			calls[it.CallID] = struct{}{}
+		case core.TypeFunctionCallOutput:
+			if _, ok := calls[it.CallID]; !ok {
+				last = i
+			}
+		}
+	}
+	return last
+}
+
+// earliestLostCall returns the smallest index before from of a call whose
+// output history[from:] shows without it, or -1.
+func earliestLostCall(history []core.Item, from int) int {
+	before := map[string]int{}
+	for i := 0; i < from && i < len(history); i++ {
+		if it := &history[i]; it.Type == core.TypeFunctionCall {
+			if _, seen := before[it.CallID]; !seen {
+				before[it.CallID] = i
+			}
+		}
+	}
+	kept := map[string]struct{}{}
+	earliest := -1
+	for i := from; i < len(history); i++ {
+		switch it := &history[i]; it.Type {
+		case core.TypeFunctionCall:
+			kept[it.CallID] = struct{}{}
+		case core.TypeFunctionCallOutput:
+			if _, ok := kept[it.CallID]; ok {
+				continue
+			}
+			if j, ok := before[it.CallID]; ok && (earliest < 0 || j < earliest) {
+				earliest = j
+			}
+		}
+	}
+	return earliest
 }
 
 // steppedFront places the front on a grid of steps of (1-low)*limit units
 // of cumulative size: the front moves only when the shown part would
 // exceed limit, and then by whole steps, so between moves it holds still.
-func steppedFront(n, limit int, low float64, size func(int) int) int {
+// exact is the unrounded cut: the first index whose suffix fits in limit.
+func steppedFront(n, limit int, low float64, size func(int) int) (stepped, exact int) {
 	total := 0
 	for i := 0; i < n; i++ {
 		total += size(i)
 	}
 	if total <= limit {
-		return 0
+		return 0, 0
 	}
 	step := max(1, int(float64(limit)*(1-low)))
 	// Smallest k with total - k*step <= limit, measured in units: cut
 	// k*step units from the front, rounding up to whole items.
 	k := (total - limit + step - 1) / step
 	cut := k * step
+	stepped, exact = n, n
 	acc := 0
 	for i := 0; i < n; i++ {
+		if exact == n && total-acc <= limit {
+			exact = i
+		}
 		if acc >= cut {
-			return i
+			stepped = i
+			break
 		}
 		acc += size(i)
 	}
-	return n
+	return stepped, exact
 }

@@ -253,7 +253,21 @@ func (l *loader) load(ctx context.Context) (State, error) {
 }
 
 func (l *loader) read(root *os.Root, name string) (string, error) {
-	f, err := root.Open(name)
+	// Refuse special files before opening them: opening a FIFO blocks
+	// until a writer comes, which hung init until its timeout and left the
+	// hook's goroutine stuck. The open itself does not block either
+	// (openFlags), should a FIFO be swapped in after the stat.
+	info, err := root.Stat(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && escapes(l.root, name) {
+			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
+		}
+		return "", err
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s is not a regular file", ErrNotText, info.Mode().Type())
+	}
+	f, err := root.OpenFile(name, openFlags, 0)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && escapes(l.root, name) {
 			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
@@ -261,7 +275,7 @@ func (l *loader) read(root *os.Root, name string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	info, err = f.Stat()
 	if err != nil {
 		return "", err
 	}

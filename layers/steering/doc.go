@@ -14,8 +14,16 @@
 //   - Deny stops checking and refuses the call with the rule's Reason.
 //
 // A call no Allow or Deny rule matches runs. A Match function that panics
-// denies the call (fail closed) with a reason naming the rule; a panicking
-// response rule is skipped. Any rule may carry Guidance,
+// denies the call (fail closed) with a reason naming the rule, and one that
+// outlasts the beforeToolCall timeout (core.Timeouts.BeforeToolCall, 2 s
+// by default) denies it too: the runtime treats a hook that errors, panics
+// or times out as a denial (core.ToolCallErrorDeny), with a diagnostic. A
+// panicking response rule is skipped.
+//
+// Match sees the JSON arguments as the model wrote them; a substring test
+// on that text is bypassed by escapes ("\u0044ELETE") and case. Match on
+// what the tool receives with ArgsContain (decoded, NFKC-normalised,
+// case-folded values). Any rule may carry Guidance,
 // queued when it matches (a Deny with guidance tells the model what to do
 // instead, on top of the refusal). Drive it through Session.BeforeToolCall:
 // a denied call comes back with ToolDecisionResult.Allowed false and the

@@ -3,7 +3,6 @@ package steering_test
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/layers/steering"
@@ -14,7 +13,9 @@ func Example() {
 	layer, err := steering.New(steering.Options{
 		Rules: []steering.Rule{{
 			Name: "no-deletes", Tool: "sql_*",
-			Match:    func(call core.Item) bool { return strings.Contains(call.Arguments, "DELETE") },
+			// Matched on decoded, case-folded values: "delete" and
+			// "\u0044ELETE" are caught too.
+			Match:    steering.ArgsContain("DELETE"),
 			Action:   steering.Deny,
 			Reason:   "deleting rows is not allowed",
 			Guidance: "Mark rows as archived instead of deleting them.",

@@ -2,12 +2,16 @@ package steering
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/tokens"
@@ -39,7 +43,17 @@ type Rule struct {
 	// characters ('/' included), '?' one character.
 	Tool string
 	// Match decides on the call item (name, JSON arguments). It runs in
-	// the beforeToolCall hook, under its timeout.
+	// the beforeToolCall hook, under its timeout; a Match that panics or
+	// outlasts the timeout denies the call (fail closed).
+	//
+	// call.Arguments is JSON text as the model wrote it, not what the tool
+	// receives: strings.Contains(call.Arguments, "DELETE") is bypassed by
+	// "\u0044ELETE" (which the tool decodes to DELETE), by "delete", by a
+	// duplicate key. Match on decoded values: ArgsContain matches decoded,
+	// NFKC-normalised, case-folded argument values, or decode them with
+	// core.DecodeArguments. A substring blocklist stays a blocklist (a
+	// tool may accept other spellings still); an Allow rule for the known
+	// good calls followed by a Deny for the rest is the stronger policy.
 	Match  func(call core.Item) bool
 	Action Action
 	// Reason explains a denial to the model; required for Deny.
@@ -347,6 +361,64 @@ func Glob(pattern, name string) bool {
 		p++
 	}
 	return p == len(pattern)
+}
+
+// ArgsContain returns a Rule.Match matcher that is true when a call's
+// arguments contain one of words, compared on what the tool receives: every
+// string of the JSON arguments (values and keys, duplicate keys included,
+// "\u0044" escapes decoded) and every number, NFKC-normalised and
+// case-folded, so "DELETE", "delete", "\u0044ELETE" and "ＤＥＬＥＴＥ" all
+// match "delete". Arguments that are not valid JSON are matched as raw
+// text the same way, so a malformed call cannot slip past. Empty words are
+// ignored; with none the matcher is always false.
+func ArgsContain(words ...string) func(call core.Item) bool {
+	var folded []string
+	for _, w := range words {
+		if w = fold(w); w != "" {
+			folded = append(folded, w)
+		}
+	}
+	return func(call core.Item) bool {
+		if len(folded) == 0 {
+			return false
+		}
+		hit := func(s string) bool {
+			s = fold(s)
+			for _, w := range folded {
+				if strings.Contains(s, w) {
+					return true
+				}
+			}
+			return false
+		}
+		if hit(call.Arguments) {
+			return true
+		}
+		dec := json.NewDecoder(strings.NewReader(call.Arguments))
+		dec.UseNumber()
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				return false // io.EOF, or invalid JSON already matched raw
+			}
+			switch v := tok.(type) {
+			case string:
+				if hit(v) {
+					return true
+				}
+			case json.Number:
+				if hit(v.String()) {
+					return true
+				}
+			}
+		}
+	}
+}
+
+// fold normalises s for matching: NFKC, then Unicode case folding. A
+// cases.Caser is not safe for concurrent use, so each call makes one.
+func fold(s string) string {
+	return cases.Fold().String(norm.NFKC.String(s))
 }
 
 // Mentions returns a ResponseRule matcher that is true when an assistant

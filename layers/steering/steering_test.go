@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/layers/steering"
@@ -305,5 +306,64 @@ func TestPanickingRulesFailClosed(t *testing.T) {
 	_ = s.Record(ctx, core.AssistantMessage("Try Acme."))
 	if text, _ := guidance(assemble(t, s)); !strings.Contains(text, "No competitors.") || strings.Contains(text, "buggy") {
 		t.Fatalf("guidance = %q", text)
+	}
+}
+
+// The package example used to match strings.Contains(call.Arguments,
+// "DELETE"), which a JSON escape ("\u0044ELETE", decoded by the tool back to
+// DELETE), lower case or a duplicate key slipped past.
+func TestArgsContainMatchesWhatTheToolReceives(t *testing.T) {
+	rules := []steering.Rule{{Name: "no-deletes", Tool: "sql_*", Action: steering.Deny, Reason: "no",
+		Match: steering.ArgsContain("DELETE")}}
+	for _, args := range []string{
+		`{"sql":"DELETE FROM orders"}`,
+		`{"sql":"\u0044ELETE FROM orders"}`,
+		`{"sql":"delete from orders"}`,
+		`{"sql":"DeLeTe from orders"}`,
+		`{"sql":"ＤＥＬＥＴＥ FROM orders"}`,
+		`{"sql":"SELECT 1","sql":"\u0064elete from orders"}`,
+		`{"q":{"parts":["x","dele\u0074e"]}}`,
+		`{"sql":"DELETE FROM`, // not JSON: matched raw
+	} {
+		if d := steering.Decide(rules, steering.State{}, core.FunctionCall("c", "sql_exec", args)); d.Verdict != core.Deny {
+			t.Errorf("%s: allowed", args)
+		}
+	}
+	for _, args := range []string{`{"sql":"SELECT * FROM orders"}`, `{}`, ``, `{"n":42}`} {
+		if d := steering.Decide(rules, steering.State{}, core.FunctionCall("c", "sql_exec", args)); d.Verdict == core.Deny {
+			t.Errorf("%s: denied", args)
+		}
+	}
+	if !steering.ArgsContain("42")(core.FunctionCall("c", "f", `{"n":42}`)) {
+		t.Error("numbers are not matched")
+	}
+	if steering.ArgsContain()(core.FunctionCall("c", "f", `{"a":"b"}`)) {
+		t.Error("no words matched")
+	}
+}
+
+// A Deny rule whose Match outlasts the beforeToolCall timeout used to let
+// the call run (the runtime failed open on a timeout). It denies now.
+func TestSlowMatchDenies(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer close(release)
+	s := newSession(t, steering.Options{
+		Rules: []steering.Rule{{Name: "no-rm", Tool: "shell", Action: steering.Deny, Reason: "no",
+			Match: func(core.Item) bool { <-release; return true }}},
+		Timeouts: core.Timeouts{BeforeToolCall: 20 * time.Millisecond},
+	}, nil, "")
+	res, err := s.BeforeToolCall(ctx, core.FunctionCall("c", "shell", `{"cmd":"rm -rf /"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allowed {
+		t.Fatal("a deny rule timed out and the call was ALLOWED")
+	}
+	if !strings.Contains(res.Output.Output, "could not be checked") {
+		t.Fatalf("output %q", res.Output.Output)
+	}
+	if d := s.Diagnostics(); len(d) != 1 || d[0].Kind != core.KindTimeout {
+		t.Fatalf("diagnostics %+v", d)
 	}
 }

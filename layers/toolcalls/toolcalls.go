@@ -13,25 +13,47 @@
 // another scope on the core.ToolState to keep it across runs.
 package toolcalls
 
-import "github.com/stratamem/strata/core"
+import (
+	"reflect"
+
+	"github.com/stratamem/strata/core"
+)
 
 // Layers returns one layer per unique state id among the tools'
 // declarations, in the order the ids first appear. Tools without a
-// declaration add nothing. When two declarations share an id, the first
-// one defines the layer.
+// declaration add nothing. When two declarations share an id and a state
+// type, the first one defines the layer. When their state types differ
+// they cannot share one state: both layers are returned, so
+// core.NewRuntime refuses the configuration with a *core.ConfigError
+// (CodeDuplicateLayerID naming the id) instead of one tool's writes
+// failing at run time.
 func Layers(tools ...core.Tool) []core.AnyLayer {
-	seen := map[string]bool{}
+	seen := map[string][]reflect.Type{}
 	var out []core.AnyLayer
 	for _, t := range tools {
 		if t == nil {
 			continue
 		}
 		decl := t.State()
-		if decl == nil || seen[decl.StateID()] {
+		if decl == nil {
 			continue
 		}
-		seen[decl.StateID()] = true
+		id, typ := decl.StateID(), reflect.TypeOf(decl)
+		types, known := seen[id]
+		if known && contains(types, typ) {
+			continue
+		}
+		seen[id] = append(types, typ)
 		out = append(out, decl.Layer())
 	}
 	return out
+}
+
+func contains(types []reflect.Type, t reflect.Type) bool {
+	for _, x := range types {
+		if x == t {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package toolcalls_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -168,5 +169,29 @@ func TestPanickingAndHungToolsAreContained(t *testing.T) {
 	}
 	if _, err := core.NewRuntime(core.Config{Tools: tools}); err == nil {
 		t.Fatal("tools with state but no state layer accepted")
+	}
+}
+
+// Two declarations of one id with different state types used to be
+// resolved silently (the first won, and the second tool's Set failed at
+// run time): the runtime now refuses the configuration.
+func TestOneIDTwoStateTypesIsAConfigError(t *testing.T) {
+	noop := func(_ context.Context, _ struct{}, _ core.ToolContext) (string, error) { return "", nil }
+	a := core.MustTool(core.ToolDef[struct{}, string]{Name: "a", State: &core.ToolState[int]{ID: "shared"}, Execute: noop})
+	b := core.MustTool(core.ToolDef[struct{}, string]{Name: "b", State: &core.ToolState[string]{ID: "shared"}, Execute: noop})
+	c := core.MustTool(core.ToolDef[struct{}, string]{Name: "c", State: &core.ToolState[int]{ID: "shared"}, Execute: noop})
+	tools := []core.Tool{a, b, c}
+	layers := toolcalls.Layers(tools...)
+	if len(layers) != 2 {
+		t.Fatalf("%d layers, want one per state type", len(layers))
+	}
+	_, err := core.NewRuntime(core.Config{Tools: tools, Layers: layers})
+	var ce *core.ConfigError
+	if !errors.As(err, &ce) || ce.Code != core.CodeDuplicateLayerID || ce.Layer != "shared" {
+		t.Fatalf("NewRuntime: %v, want DUPLICATE_LAYER_ID for \"shared\"", err)
+	}
+	// One type: one shared layer, accepted.
+	if _, err := core.NewRuntime(core.Config{Tools: []core.Tool{a, c}, Layers: toolcalls.Layers(a, c)}); err != nil {
+		t.Fatal(err)
 	}
 }

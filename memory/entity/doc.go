@@ -39,11 +39,13 @@
 // the rejection. Recording the call (Session.Record) does not apply it,
 // since the store hook runs before anyone is asked. The plain
 // "updateEntities" is the spec's pseudo-tool: it is not offered as a tool,
-// so the store hook is its only path and applies it when it is recorded
-// (unless it was recorded with its function_call_output, i.e. the host
-// answered it); being applied before BeforeToolCall, it cannot be denied.
-// Options.FunctionOnly turns it off, leaving the routed function as the
-// only, steerable, write path. Either way a call id is applied at most
+// and the store hook is its only write path. When no layer of the runtime
+// can deny a call (none has a BeforeToolCall hook) it is applied as it is
+// recorded (unless it was recorded with its function_call_output, i.e. the
+// host answered it). When one can, the runtime holds it until the host
+// routes it (BeforeToolCall, then ExecuteTool), like any declared call
+// (core.Layer.CallNames): a denied call writes nothing. Options.FunctionOnly
+// turns it off, leaving the routed function as the only write path. Either way a call id is applied at most
 // once per session: a replay is answered with the first application's
 // output and writes nothing.
 //

@@ -59,7 +59,8 @@ func Example() {
 		fmt.Println(out.Output)
 		_ = sess.Append(ctx, out)
 	}
-	// The plain call is the spec's pseudo-tool: applied as it is recorded.
+	// The plain call is the spec's pseudo-tool: with no steering layer in
+	// this runtime, applied as it is recorded (with one, when routed).
 	_ = sess.Record(ctx, core.FunctionCall("c2", "updateEntities", `{"entities": [
 		{"name": "charles  BABBAGE", "type": "person", "notes": ["Designed the Analytical Engine.", "born 1791"]}]}`))
 

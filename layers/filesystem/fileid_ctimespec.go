@@ -1,0 +1,19 @@
+//go:build darwin || freebsd || netbsd
+
+package filesystem
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// sysID fills in the inode, device and status-change time of fi.
+func sysID(fi os.FileInfo, id *fileID) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
+	id.ctime = time.Unix(st.Ctimespec.Unix())
+}
