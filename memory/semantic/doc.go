@@ -55,6 +55,17 @@
 // another model are re-embedded the same way after the embedder changes.
 // A text the embedder rejects (nothing it can tokenise) stays lexical-only.
 //
+// A message deleted from the collection by someone else while a session
+// runs (memctl rm, a host erasing a user) is not written back: before
+// storing vectors, a pass looks its messages up by id, and those gone
+// leave the session's mirror and lexical index, with their context
+// record (until a pass looks a message up, a session that loaded it can
+// still recall it from its mirror). A context whose record is missing,
+// or whose text is no longer the message between its current
+// neighbours, is written again by the next pass of a session that loads
+// the thread afterwards (or that found the message gone), so deleting a
+// message's neighbours' contexts (which quote it) is safe.
+//
 // # Ranking
 //
 // Hybrid by default: a BM25 index over the same messages (package
@@ -104,11 +115,12 @@
 // merged, oldest first, with their dates (in Options.Location, UTC by
 // default), in one developer message. Within the budget the hits come
 // first, best first, then their neighbours, nearest first; what does not
-// fit is left out. The output is a pure function of the records and the
-// query: the same state renders the same bytes. The thread's latest
-// message is nobody's context until the next message arrives (it is
-// usually the question itself, which would otherwise lift its
-// neighbours by matching itself).
+// fit is left out (counted with Options.Tokenizer, which should be the
+// runtime's core.Config.Tokenizer). The output is a pure function of the
+// records and the query: the same state renders the same bytes. The
+// thread's latest message is nobody's context until the next message
+// arrives (it is usually the question itself, which would otherwise lift
+// its neighbours by matching itself).
 //
 // # Placement
 //

@@ -84,14 +84,55 @@ func (m *mirror) embedPending(ctx context.Context, limit int, wait, final bool, 
 
 // writeEmbedded writes the embedded messages (replacing their pending
 // records) and contexts, then marks the entries done.
+//
+// A message deleted from the collection by someone else since this
+// session loaded it (memctl rm, another session's host erasing a user) must
+// not come back: the upsert would re-create it, or a neighbour's context
+// would quote it. So the messages of the jobs, and those their contexts
+// quote, are first looked up by id; those that are gone leave the mirror and
+// the lexical index, their own context record is deleted, and a context
+// whose text no longer matches its window (it quoted a message that is
+// gone, or a neighbour arrived meanwhile) is not written: the next pass
+// embeds the current window. A message appended by this session is
+// unaffected: onItemAppend stored it before it became a job.
 func (m *mirror) writeEmbedded(ctx context.Context, model string, jobs []job, vecs [][]float32) error {
+	// The messages the texts quote: each job's message and, for a
+	// context, the neighbours in its window.
+	quoted := map[string]*entry{}
+	m.mu.RLock()
+	for _, j := range jobs {
+		quoted[j.e.id] = j.e
+		if j.ctx {
+			for _, nb := range m.adjacentLocked(j.e) {
+				quoted[nb.id] = nb
+			}
+		}
+	}
+	m.mu.RUnlock()
+	gone, err := m.deletedEntries(ctx, quoted)
+	if err != nil {
+		return err
+	}
 	layer := m.l.o.ID
 	recs := make([]vectorstore.Record, 0, len(jobs))
 	done := make([]bool, len(jobs))
-	m.mu.RLock()
+	var orphans []string
+	m.mu.Lock()
+	for _, e := range gone {
+		if m.byID[e.id] == e {
+			m.removeLocked(e)
+			orphans = append(orphans, contextID(e.id))
+		}
+	}
 	for i, j := range jobs {
 		if m.byID[j.e.id] != j.e {
 			continue // replaced or removed meanwhile
+		}
+		if j.ctx {
+			t := m.threads[j.e.thread]
+			if p := m.posLocked(j.e); p < 0 || windowLocked(t, p) != j.text {
+				continue // its neighbours changed: embedded again next pass
+			}
 		}
 		done[i] = true
 		if j.ctx {
@@ -100,9 +141,17 @@ func (m *mirror) writeEmbedded(ctx context.Context, model string, jobs []job, ve
 			recs = append(recs, j.e.record(layer, vecs[i], model))
 		}
 	}
-	m.mu.RUnlock()
-	if err := m.l.store.Records.Upsert(ctx, recs...); err != nil {
-		return fmt.Errorf("semantic: store embedded messages: %w", err)
+	m.mu.Unlock()
+	if len(orphans) > 0 {
+		// The context quotes the deleted message: it goes too.
+		if err := m.l.store.Records.Delete(ctx, orphans...); err != nil {
+			return fmt.Errorf("semantic: delete contexts of deleted messages: %w", err)
+		}
+	}
+	if len(recs) > 0 {
+		if err := m.l.store.Records.Upsert(ctx, recs...); err != nil {
+			return fmt.Errorf("semantic: store embedded messages: %w", err)
+		}
 	}
 	m.mu.Lock()
 	for i, j := range jobs {
@@ -116,6 +165,35 @@ func (m *mirror) writeEmbedded(ctx context.Context, model string, jobs []job, ve
 	}
 	m.mu.Unlock()
 	return nil
+}
+
+// deletedEntries returns the entries whose message record is no longer in
+// the collection. It is called without mu held: the lookup is I/O.
+func (m *mirror) deletedEntries(ctx context.Context, es map[string]*entry) ([]*entry, error) {
+	ids := make([]string, 0, len(es))
+	for id := range es {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	found := make(map[string]bool, len(ids))
+	for lo := 0; lo < len(ids); lo += vectorstore.MaxListLimit {
+		chunk := ids[lo:min(len(ids), lo+vectorstore.MaxListLimit)]
+		recs, _, err := m.l.store.Records.List(ctx, vectorstore.ListOptions{
+			Filter: vectorstore.Filter{Layer: m.l.o.ID, Kind: KindMessage, IDs: chunk}, Limit: len(chunk)})
+		if err != nil {
+			return nil, fmt.Errorf("semantic: look up messages before storing their vectors: %w", err)
+		}
+		for _, r := range recs {
+			found[r.ID] = true
+		}
+	}
+	var gone []*entry
+	for _, id := range ids {
+		if !found[id] {
+			gone = append(gone, es[id])
+		}
+	}
+	return gone, nil
 }
 
 // flush embeds everything pending, contexts of the latest messages

@@ -72,7 +72,14 @@ type Options struct {
 	// Roles are the message roles recorded; nil means user and assistant.
 	Roles []core.Role
 	// Tokenizer counts the rendered output to fit the budget; nil means
-	// tokens.Estimate().
+	// tokens.Estimate(), whatever the runtime counts with. Set it to the
+	// runtime's tokenizer (core.Config.Tokenizer, also
+	// core.Runtime.Tokenizer()): the runtime counts the layer's output
+	// with its own tokenizer and cuts what is past the budget, so with
+	// another count the layer either leaves budget unused or has its last
+	// message cut mid-way. The hooks are not given the runtime's
+	// tokenizer (core.RecallParams carries only the budget), so the layer
+	// cannot pick it up by itself.
 	Tokenizer tokens.Tokenizer
 	// Location is the time zone dates are rendered in; nil means UTC.
 	Location *time.Location

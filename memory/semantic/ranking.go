@@ -248,12 +248,12 @@ func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int, speaker core
 // group is "you" or "your" and its second the words between it and the
 // word of saying, advising or making.
 var addressees = []*regexp.Regexp{
-	// "your advice", "your last suggestion"
-	regexp.MustCompile(`(?i)\b(your)((?:\s+[\w']+)?)\s+(advice|suggestions?|recommendations?|ideas?|tips?|plan|list|answer|opinion|estimate|draft|reply|proposal|explanation)\b`),
+	// "your advice", "your last suggestion", "your take"
+	regexp.MustCompile(`(?i)\b(your)((?:\s+[\w']+)?)\s+(advice|suggestions?|recommendations?|ideas?|tips?|plan|list|answer|opinion|estimate|draft|reply|proposal|explanation|take|thoughts)\b`),
 	// "you suggested", "you've recommended", "you once told me"
 	regexp.MustCompile(`(?i)\b(you|you've|you'd)((?:\s+[\w']+){0,3}?)\s+(said|suggested|recommended|told|mentioned|advised|proposed|explained|wrote|gave|listed|answered|replied|drafted|came up|pointed out|warned|thought|calculated|estimated)\b`),
-	// "did you say", "what did you tell me"
-	regexp.MustCompile(`(?i)\bdid\s+(you)((?:\s+[\w']+){0,2}?)\s+(say|suggest|recommend|tell|mention|advise|propose|explain|write|give|list|answer|reply|draft|come up|point out|warn|think|calculate|estimate)\b`),
+	// "did you say", "what did you tell me", "what'd you suggest"
+	regexp.MustCompile(`(?i)(?:\bdid|\w['’]d)\s+(you)((?:\s+[\w']+){0,2}?)\s+(say|suggest|recommend|tell|mention|advise|propose|explain|write|give|list|answer|reply|draft|come up|point out|warn|think|calculate|estimate)\b`),
 }
 
 // request is what makes "you" a request or thanks ("can you tell me ...",
@@ -269,8 +269,20 @@ var firstPerson = regexp.MustCompile(`(?i)\b(i|i'd|i've|me|my)\b`)
 // the user's. It reads English phrasing only.
 func questionSpeaker(query string) core.Role {
 	for _, re := range addressees {
-		for _, m := range re.FindAllStringSubmatchIndex(query, -1) {
-			if request.MatchString(query[:m[2]]) || firstPerson.MatchString(query[m[4]:m[5]]) {
+		// After a match that does not count, search again from the end of
+		// its "you", not of the match: in "Can you repeat what you said"
+		// the skipped match runs from the request's "you" to "said" and
+		// would hide the "you said" inside it (matches do not overlap).
+		// Every pattern needs a space after its "you", so the text searched
+		// next never starts inside a word.
+		for from := 0; from < len(query); {
+			m := re.FindStringSubmatchIndex(query[from:])
+			if m == nil {
+				break
+			}
+			you, gapLo, gapHi := from+m[2], from+m[4], from+m[5]
+			if request.MatchString(query[:you]) || firstPerson.MatchString(query[gapLo:gapHi]) {
+				from += m[3]
 				continue
 			}
 			return core.RoleAssistant

@@ -29,6 +29,20 @@ func TestQuestionSpeaker(t *testing.T) {
 		"What was your last suggestion for the garden?":            core.RoleAssistant,
 		"Which restaurant have you recommended before?":            core.RoleAssistant,
 		"What did you say I should pack?":                          core.RoleAssistant,
+		// A request's "you" does not hide a later "you said" (the skipped
+		// match used to run over it).
+		"Can you repeat what you said about the hotel?":                  core.RoleAssistant,
+		"Could you recall what you suggested for dinner?":                core.RoleAssistant,
+		"Can you remember what you recommended for my back pain?":        core.RoleAssistant,
+		"Can you tell me what I said about my sister?":                   core.RoleUser,
+		"Could you remind me what I told you about the flat?":            core.RoleUser,
+		"what was your take on my plan?":                                 core.RoleAssistant,
+		"What were your thoughts on my essay?":                           core.RoleAssistant,
+		"What'd you suggest for my trip?":                                core.RoleAssistant,
+		"Where’d you say the museum was?":                                core.RoleAssistant,
+		"What'd I say about the museum?":                                 core.RoleUser,
+		"Thank you for the tips you gave, what was the first one?":       core.RoleAssistant,
+		"Thank you! Could you tell me what my sister's name is, please?": core.RoleUser,
 	}
 	for q, want := range cases {
 		if got := questionSpeaker(q); got != want {

@@ -41,6 +41,48 @@ func TestParseStoreRef(t *testing.T) {
 	}
 }
 
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@h:5432/db?collection=x":                "postgres://u:xxxxx@h:5432/db?collection=x",
+		"postgres://u@h/db?password=secret&sslmode=disable":         "postgres://u@h/db?password=xxxxx&sslmode=disable",
+		"postgres://u@h/db?sslmode=verify-full&SSLPassword=secret":  "postgres://u@h/db?sslmode=verify-full&SSLPassword=xxxxx",
+		"qdrant://h:6334?collection=m&api_key=secret":               "qdrant://h:6334?collection=m&api_key=xxxxx",
+		"qdrant://h:6334?APIKEY=secret&Token=secret&collection=m":   "qdrant://h:6334?APIKEY=xxxxx&Token=xxxxx&collection=m",
+		"qdrant://h:6334?api%5Fkey=secret":                          "qdrant://h:6334?api%5Fkey=xxxxx",
+		"postgres://u:secret@h/db?password=secret&token=secret&x=y": "postgres://u:xxxxx@h/db?password=xxxxx&token=xxxxx&x=y",
+		"postgres://u:secret@h:5432/db%zz?password=secret":          "postgres://<redacted>",
+		"qdrant://h:6334?collection=m&api_key=secret%":              "qdrant://h:6334?collection=m&api_key=xxxxx",
+		"postgres://u:pa ss@h/db":                                   "postgres://<redacted>",
+		"chromem:///tmp/x?collection=abc":                           "chromem:///tmp/x?collection=abc",
+		"postgres://u@h/db":                                         "postgres://u@h/db",
+		"::secret::":                                                "<redacted>",
+	} {
+		got := redactURL(in)
+		if got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+		if strings.Contains(got, "secret") {
+			t.Errorf("redactURL(%q) shows the secret: %q", in, got)
+		}
+	}
+	// Every message that names a store goes through redactURL.
+	for _, raw := range []string{"postgres://u:secret@h/db?password=secret", "qdrant://h:6334?api_key=secret"} {
+		ref, err := parseStoreRef(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(ref.String(), "secret") || strings.Contains(fmt.Sprint(ref), "secret") {
+			t.Errorf("storeRef shows the secret: %s", ref)
+		}
+	}
+	for _, raw := range []string{"postgres://u:secret@h/db%zz", "file://u:secret@host/x"} {
+		_, err := parseStoreRef(raw)
+		if err == nil || strings.Contains(err.Error(), "secret") {
+			t.Errorf("parseStoreRef(%q): error %v shows the secret or is nil", raw, err)
+		}
+	}
+}
+
 func TestParseTimeFlag(t *testing.T) {
 	now := time.Date(2026, 5, 10, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -61,6 +62,7 @@ type reindexFlags struct {
 	restart   bool
 	batch     int
 	skipEmpty bool
+	prune     bool
 }
 
 func (a *app) reindexCmd() *cobra.Command {
@@ -82,6 +84,12 @@ Interrupted (Ctrl-C, a crash), run the same command again: records already
 re-embedded are kept and the work goes on where it stopped; --restart
 discards it. Stop the agents writing to the store while it runs.
 
+Every source record is then read back from the target and compared; a
+mismatch exits 1. Records the target holds that the source does not (ones
+deleted from the source since an interrupted run) are deleted from an
+embedded directory's work collection; in a --to store they may be someone
+else's, so reindex lists them and exits 1 unless --prune deletes them.
+
   memctl reindex hash:256
   memctl --store postgres://db/x?collection=memories reindex uselite --to 'postgres://db/x?collection=memories_v2'`,
 		Args: exactArgs(1, "one EMBEDDER"),
@@ -92,6 +100,7 @@ discards it. Stop the agents writing to the store while it runs.
 	fs.BoolVar(&f.restart, "restart", false, "discard the work of an interrupted reindex")
 	fs.IntVar(&f.batch, "batch", 64, "texts per embedding call")
 	fs.BoolVar(&f.skipEmpty, "skip-empty", false, "drop records whose text is blank (they cannot be embedded) instead of failing")
+	fs.BoolVar(&f.prune, "prune", false, "with --to, delete the target's records that the source does not hold")
 	return cmd
 }
 
@@ -109,6 +118,9 @@ func (a *app) runReindex(ctx context.Context, arg string, f *reindexFlags) error
 	}
 	if ref.Dir == "" && f.to == "" {
 		return usageErrorf("%s is a server store: give --to URL for the re-embedded collection", ref)
+	}
+	if f.prune && f.to == "" {
+		return usageErrorf("--prune applies to --to only (an embedded directory's reindex deletes such records itself)")
 	}
 	if ref.Dir != "" && f.to == "" {
 		return a.reindexDir(ctx, ref, target, f)
@@ -136,17 +148,40 @@ func (a *app) runReindex(ctx context.Context, arg string, f *reindexFlags) error
 	if err != nil {
 		return err
 	}
-	return a.report(res, fmt.Sprintf("re-embedded %s with %s into %s", src.ref, target.ID(), dst.ref))
+	if err := a.report(res, fmt.Sprintf("re-embedded %s with %s into %s", src.ref, target.ID(), dst.ref)); err != nil {
+		return err
+	}
+	switch {
+	case res.Extra > 0:
+		ids := strings.Join(quoteAll(res.extraIDs), ", ")
+		if n := res.Extra - len(res.extraIDs); n > 0 {
+			ids += fmt.Sprintf(" and %d more", n)
+		}
+		return fmt.Errorf("%w: %s holds %s the source does not (%s), perhaps deleted from the source since an interrupted reindex; "+
+			"check them (memctl --store TARGET ls --id ID), then run again with --prune to delete them",
+			ErrVerify, dst.ref, plural(res.Extra, "record", "records"), ids)
+	case res.Verified != res.Source || res.Target != res.Source:
+		return fmt.Errorf("%w: the source holds %d records, %s %d (%d verified); run reindex again",
+			ErrVerify, res.Source, dst.ref, res.Target, res.Verified)
+	}
+	return nil
 }
 
 // copyResult is what reindex and migrate report.
 type copyResult struct {
-	Source   int `json:"source"`
-	Written  int `json:"written"`
-	Skipped  int `json:"skipped"`
-	Removed  int `json:"removed,omitempty"`
+	Source  int `json:"source"`
+	Written int `json:"written"`
+	Skipped int `json:"skipped"`
+	Removed int `json:"removed,omitempty"`
+	// Extra counts the target's records the source does not hold, left
+	// in place (reindex --to without --prune).
+	Extra    int `json:"extra,omitempty"`
 	Verified int `json:"verified"`
 	Target   int `json:"target"`
+	// UpToDate is set when reindex had nothing to do.
+	UpToDate bool `json:"up_to_date,omitempty"`
+
+	extraIDs []string // the first few, for the message
 }
 
 func (a *app) report(r copyResult, what string) error {
@@ -188,7 +223,20 @@ func (a *app) reindexDir(ctx context.Context, ref storeRef, target embedspec.Spe
 	}
 	if meta.Embedder == target.ID() && st.Phase == "" {
 		fmt.Fprintf(a.io.Err, "store %s is embedded with %s already: nothing to do\n", dir, target.ID())
-		return nil
+		if !a.flags.json {
+			return nil
+		}
+		// Scripts read the result: every record is where it should be.
+		s, err := a.openRef(ctx, ref, openRead, nil, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		n, err := s.coll.Count(ctx, vectorstore.Filter{})
+		if err != nil {
+			return err
+		}
+		return a.report(copyResult{Source: n, Skipped: n, Verified: n, Target: n, UpToDate: true}, "")
 	}
 	src, err := a.openRef(ctx, ref, openRead, nil, true)
 	if err != nil {
@@ -352,11 +400,20 @@ func (a *app) reembed(ctx context.Context, src, dst *vectorstore.Collection, emb
 			extra = append(extra, r.ID)
 		}
 	}
-	if len(extra) > 0 && f.to == "" {
-		if err := dst.Delete(ctx, extra...); err != nil {
-			return res, err
+	switch {
+	case len(extra) == 0:
+	case f.to == "" || f.prune:
+		// An embedded directory's work collection is reindex's own; a --to
+		// store only with --prune.
+		for lo := 0; lo < len(extra); lo += 1000 {
+			if err := dst.Delete(ctx, extra[lo:min(lo+1000, len(extra))]...); err != nil {
+				return res, err
+			}
 		}
 		res.Removed = len(extra)
+	default:
+		res.Extra = len(extra)
+		res.extraIDs = extra[:min(len(extra), 5)]
 	}
 	include := func(r *vectorstore.Record) bool { return !isBlank(r.Text) }
 	return res, verifyCopy(ctx, src, dst, vectorstore.Filter{}, include, &res, func(s, d *vectorstore.Record) bool {
@@ -469,7 +526,10 @@ func (a *app) migrateCmd() *cobra.Command {
 another (--to): embedded directory <-> postgres <-> qdrant. Vectors, times,
 validity and metadata are copied as they are; a target that does not exist is
 created with the source's dimension and distance (an embedded directory
-records the source's embedder). Filters copy a subset.
+records the source's embedder). A target whose dimension or distance
+differs from the source's is refused before anything is written (exit
+status 1); an embedded directory is always cosine, so a dot or euclidean
+source goes to a postgres or qdrant target. Filters copy a subset.
 
 Records the target holds already with the same content are skipped, so an
 interrupted migrate resumes when run again. At the end every source record

@@ -78,6 +78,11 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 	info := s.Info()
 	if !f.noHeader {
 		h := exportfmt.Header{Embedder: s.embID, Dimension: info.Dimension, Distance: string(info.Distance)}
+		if f.noVectors {
+			// No vectors to compare: the records can go to a store of any
+			// distance, re-embedded there.
+			h.Distance = ""
+		}
 		if err := w.WriteHeader(h); err != nil {
 			return err
 		}
@@ -132,10 +137,14 @@ func (a *app) importCmd() *cobra.Command {
 		Long: `Read memories written by memctl export (or by hand, one record per line) from
 FILE or stdin and upsert them by id. Re-running an import changes nothing.
 
-A store that does not exist yet is created with the header's embedder and
-dimension. A header whose dimension or embedder differs from the store's
-stops the import before anything is written. Records without a vector are
-embedded with the store's embedder.
+A store that does not exist yet is created with the header's embedder,
+dimension and distance (an embedded directory is always created with
+distance cosine). A header whose dimension, distance or embedder differs
+from the store's stops the import before anything is written (exit status
+1): a cosine collection stores vectors normalised, so dot or euclidean
+vectors imported into it would change. Records without a vector are
+embedded with the store's embedder (export --no-vectors writes no distance
+in its header).
 
 A line that does not parse or is refused by the store is reported with its
 line number and nothing of it is imported; by default the import stops
@@ -202,7 +211,7 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 		if first.Header.Distance != "" {
 			d, err := vectorstore.ParseDistance(first.Header.Distance)
 			if err != nil {
-				return fmt.Errorf("import: line 1: %w", err)
+				return fmt.Errorf("import: line %d: %w", first.Line, err)
 			}
 			cs.Distance = d
 		}

@@ -32,7 +32,18 @@ func (a *app) rmCmd() *cobra.Command {
   memctl rm --resource alice --yes      everything remembered of alice
 
 --dry-run lists what would be deleted. Deleting more than one memory asks
-for confirmation on a terminal; elsewhere it needs --yes.
+for confirmation on a terminal; elsewhere it needs --yes. rm deletes the
+records it listed, by id: one written meanwhile is left.
+
+A message of the semantic layer is quoted by derived "context" records: its
+own (ID/context) and those of the messages just before and after it in its
+thread. rm deletes them with the message (--dry-run lists them; they need
+no confirmation of their own); the layer writes its neighbours' contexts
+again from the messages that are left. A session still running that loaded
+the message does not write it back (it looks its messages up before
+storing their vectors), though it may go on recalling it until it ends:
+records written by a session still running can come back only if written
+after the rm.
 
 --resource R deletes every memory of the resource: the records keyed by R,
 and the thread-only records (observations, temporal facts of thread-scoped
@@ -71,8 +82,9 @@ no longer find the threads' state.
 {"state_key": {"scope", "scope_id", "layer", "name"}} line each), and
 fails with the real run's message and exit status when the real run would
 refuse. The --json result of a deletion is {"deleted", "ids",
-"state_deleted", "state_keys"}, with "state_error" when deleting the state
-failed part-way (no memory is deleted then).`,
+"contexts_deleted", "state_deleted", "state_keys"} ("deleted" and "ids"
+include the semantic context records), with "state_error" when deleting
+the state failed part-way (no memory is deleted then).`,
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runRm(cmd.Context(), cmd, args, &f)
@@ -90,11 +102,25 @@ failed part-way (no memory is deleted then).`,
 
 // rmPlan is what rm will delete.
 type rmPlan struct {
-	byFilter *vectorstore.Filter // deleted with DeleteWhere when set
-	ids      []string            // deleted by id
-	shown    []vectorstore.Record
-	total    int
-	threads  []string // threads whose state (or recorded assembly) goes too
+	// ids are deleted by id, in this order, so that nothing rm did not
+	// list (a record written since) is deleted.
+	ids   []string
+	shown []vectorstore.Record
+	total int
+	// msgs are the semantic messages among the records, whose context
+	// records (which quote them) go too; derived counts those added.
+	msgs    []vectorstore.Record
+	derived int
+	threads []string // threads whose state (or recorded assembly) goes too
+}
+
+// what names the plan's records for messages.
+func (p *rmPlan) what() string {
+	s := plural(p.total-p.derived, "memory", "memories")
+	if p.derived > 0 {
+		s += " (and " + plural(p.derived, "context record", "context records") + " of the semantic layer quoting the messages)"
+	}
+	return s
 }
 
 func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *rmFlags) error {
@@ -139,6 +165,9 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 			r.Vector = nil
 			plan.ids = append(plan.ids, id)
 			plan.shown = append(plan.shown, r)
+			if isSemanticMessage(&r) {
+				plan.msgs = append(plan.msgs, r)
+			}
 		}
 		plan.total = len(plan.ids)
 		if len(missing) > 0 {
@@ -148,6 +177,9 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 			fmt.Fprintf(a.io.Err, "memctl: not found, skipped: %s\n", strings.Join(quoteAll(missing), ", "))
 		}
 	} else if err := a.planFilter(ctx, s, flt, match, f, &plan); err != nil {
+		return err
+	}
+	if err := addQuotingContexts(ctx, s, &plan); err != nil {
 		return err
 	}
 
@@ -163,10 +195,10 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 		}
 		if sp.err != nil {
 			fmt.Fprintf(a.io.Err, "would delete nothing (dry run): rm refuses to delete %s from %s\n",
-				plural(plan.total, "memory", "memories"), s.ref)
+				plan.what(), s.ref)
 			return fmt.Errorf("dry run: %w", sp.err)
 		}
-		what := fmt.Sprintf("%s from %s", plural(plan.total, "memory", "memories"), s.ref)
+		what := fmt.Sprintf("%s from %s", plan.what(), s.ref)
 		if len(sp.keys) > 0 {
 			what += fmt.Sprintf(" and %s from %s", plural(len(sp.keys), "state key", "state keys"), sp.loc)
 		}
@@ -180,10 +212,12 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 	}
 	if plan.total == 0 && len(sp.keys) == 0 {
 		fmt.Fprintln(a.io.Err, "no memories match: nothing deleted")
-		return a.printDeleted(0, nil, nil, "")
+		return a.printDeleted(0, nil, 0, nil, "")
 	}
-	if n := plan.total + len(sp.keys); n > 1 && !f.yes {
-		what := plural(plan.total, "memory", "memories")
+	// The context records are the messages' own derived data: deleting
+	// one message asks for no confirmation because of them.
+	if n := plan.total - plan.derived + len(sp.keys); n > 1 && !f.yes {
+		what := plan.what()
 		question := fmt.Sprintf("Delete %s from %s?", what, s.ref)
 		if len(sp.keys) > 0 {
 			keys := plural(len(sp.keys), "state key", "state keys")
@@ -200,68 +234,78 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 	if err != nil {
 		err = fmt.Errorf("deleted %s from %s, then: %w: %w; no memory is deleted yet, run rm again to finish",
 			plural(len(keys), "state key", "state keys"), sp.loc, ErrStateStore, err)
-		if perr := a.printDeleted(0, nil, keys, Message(err)); perr != nil {
+		if perr := a.printDeleted(0, nil, 0, keys, Message(err)); perr != nil {
 			return perr
 		}
 		return err
 	}
-	n := 0
-	// The ids hold the thread-only records before those carrying the
-	// resource (planFilter's order), and the filter deletes the latter:
-	// whatever links the threads to the resource goes last.
-	if len(plan.ids) > 0 {
-		for lo := 0; lo < len(plan.ids); lo += 1000 {
-			hi := min(lo+1000, len(plan.ids))
-			if err := s.coll.Delete(ctx, plan.ids[lo:hi]...); err != nil {
-				return fmt.Errorf("deleted %s and %d of %s, then: %w",
-					plural(len(keys), "state key", "state keys"), lo, plural(plan.total, "memory", "memories"), err)
-			}
-		}
-		n += len(plan.ids)
-	}
-	if plan.byFilter != nil {
-		m, err := s.coll.DeleteWhere(ctx, *plan.byFilter)
-		if err != nil {
+	// The ids hold the context records first, then the thread-only
+	// records, then those carrying the resource (planFilter's order):
+	// whatever links the threads to the resource goes last, so a run that
+	// fails part-way finds the rest again.
+	for lo := 0; lo < len(plan.ids); lo += 1000 {
+		hi := min(lo+1000, len(plan.ids))
+		if err := s.coll.Delete(ctx, plan.ids[lo:hi]...); err != nil {
 			return fmt.Errorf("deleted %s and %d of %s, then: %w",
-				plural(len(keys), "state key", "state keys"), n, plural(plan.total, "memory", "memories"), err)
-		}
-		n += m
-	}
-	deleted := plan.ids
-	if plan.byFilter != nil {
-		deleted = nil
-		for _, r := range plan.shown {
-			deleted = append(deleted, r.ID)
+				plural(len(keys), "state key", "state keys"), lo, plural(plan.total, "memory", "memories"), err)
 		}
 	}
-	return a.printDeleted(n, deleted, keys, "")
+	return a.printDeleted(len(plan.ids), plan.ids, plan.derived, keys, "")
 }
 
-// printDeleted reports a deletion. stateErr says why the state was not
-// all deleted; it is also on stderr, and goes into the JSON.
-func (a *app) printDeleted(n int, ids []string, keys []storage.Key, stateErr string) error {
+// printDeleted reports a deletion: n records (derived of them context
+// records of the semantic layer). stateErr says why the state was not all
+// deleted; it is also on stderr, and goes into the JSON.
+func (a *app) printDeleted(n int, ids []string, derived int, keys []storage.Key, stateErr string) error {
 	if a.flags.json {
 		if ids == nil {
 			ids = []string{}
 		}
-		out := map[string]any{"deleted": n, "ids": ids, "state_deleted": len(keys), "state_keys": stateKeysJSON(keys)}
+		out := map[string]any{"deleted": n, "ids": ids, "contexts_deleted": derived, "state_deleted": len(keys), "state_keys": stateKeysJSON(keys)}
 		if stateErr != "" {
 			out["state_error"] = stateErr
 		}
 		return writeJSON(a.io.Out, out)
 	}
+	what := (&rmPlan{total: n, derived: derived}).what()
 	if len(keys) > 0 {
-		fmt.Fprintf(a.io.Out, "deleted %s and %s\n", plural(n, "memory", "memories"), plural(len(keys), "state key", "state keys"))
+		fmt.Fprintf(a.io.Out, "deleted %s and %s\n", what, plural(len(keys), "state key", "state keys"))
 		return nil
 	}
-	fmt.Fprintf(a.io.Out, "deleted %s\n", plural(n, "memory", "memories"))
+	fmt.Fprintf(a.io.Out, "deleted %s\n", what)
+	return nil
+}
+
+// addQuotingContexts adds to the plan the context records of the semantic
+// layer that quote the messages it deletes (see quotingContexts), first:
+// they are derived from the messages, so a run that fails part-way finds
+// them again through the messages.
+func addQuotingContexts(ctx context.Context, s *store, plan *rmPlan) error {
+	if len(plan.msgs) == 0 {
+		return nil
+	}
+	planned := make(map[string]bool, len(plan.ids))
+	for _, id := range plan.ids {
+		planned[id] = true
+	}
+	ctxs, err := quotingContexts(ctx, s.coll, plan.msgs, planned)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(ctxs)+len(plan.ids))
+	for _, r := range ctxs {
+		ids = append(ids, r.ID)
+	}
+	plan.ids = append(ids, plan.ids...)
+	plan.shown = append(plan.shown, ctxs...)
+	plan.total += len(ctxs)
+	plan.derived = len(ctxs)
 	return nil
 }
 
 // planFilter lists what a filter deletes, with the linked threads of a
 // --resource deletion.
 func (a *app) planFilter(ctx context.Context, s *store, flt vectorstore.Filter, match string, f *rmFlags, plan *rmPlan) error {
-	byIDs := match != ""
 	for r, err := range s.coll.All(ctx, vectorstore.ListOptions{Filter: flt, Limit: 1000}) {
 		if err != nil {
 			return err
@@ -273,12 +317,10 @@ func (a *app) planFilter(ctx context.Context, s *store, flt vectorstore.Filter, 
 		if len(plan.shown) < 100000 {
 			plan.shown = append(plan.shown, r)
 		}
-		if byIDs {
-			plan.ids = append(plan.ids, r.ID)
+		plan.ids = append(plan.ids, r.ID)
+		if isSemanticMessage(&r) {
+			plan.msgs = append(plan.msgs, r)
 		}
-	}
-	if !byIDs && plan.total > 0 {
-		plan.byFilter = &flt
 	}
 	if flt.Resource == "" || flt.Thread != "" || f.noLinked {
 		return nil
@@ -309,6 +351,9 @@ func (a *app) planFilter(ctx context.Context, s *store, flt vectorstore.Filter, 
 			plan.total++
 			plan.shown = append(plan.shown, r)
 			threadOnly = append(threadOnly, r.ID)
+			if isSemanticMessage(&r) {
+				plan.msgs = append(plan.msgs, r)
+			}
 		}
 	}
 	plan.ids = append(threadOnly, plan.ids...)

@@ -548,7 +548,9 @@ The id, creation time and vector are kept; a changed text is re-embedded
 with the store's embedder. The result is checked against the layer's rules
 (see memctl add --help); derived parts are kept in step: an entity's or
 scratchpad note's text prefix, a temporal fact's text and chain keys (edit a
-fact's value with --meta value=...).`,
+fact's value with --meta value=...). Changing a semantic message's text (or
+moving it) deletes the context records that quote it, its own and its
+neighbours' in the thread; the layer writes them again from the new text.`,
 		Args:              exactArgs(1, "one ID"),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -703,8 +705,31 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 	}
 	if recordsEqual(&old, &r) {
 		action = "unchanged"
-	} else if err := s.coll.Upsert(ctx, r); err != nil {
-		return err
+	} else {
+		// A semantic message's old text is quoted by its own and its
+		// neighbours' context records: they go first (the layer writes
+		// them again from the new text), so a failure in between leaves
+		// no copy of the old text behind the message.
+		var ctxs []vectorstore.Record
+		if isSemanticMessage(&old) && (r.Text != old.Text || r.Layer != old.Layer || r.Kind != old.Kind || r.Scope != old.Scope) {
+			if ctxs, err = quotingContexts(ctx, s.coll, []vectorstore.Record{old}, nil); err != nil {
+				return err
+			}
+			ids := make([]string, len(ctxs))
+			for i := range ctxs {
+				ids[i] = ctxs[i].ID
+			}
+			if err := s.coll.Delete(ctx, ids...); err != nil {
+				return fmt.Errorf("delete the context records quoting the old text: %w", err)
+			}
+		}
+		if err := s.coll.Upsert(ctx, r); err != nil {
+			return err
+		}
+		if len(ctxs) > 0 {
+			fmt.Fprintf(a.io.Err, "memctl: deleted %s of the semantic layer that quoted the old message; the layer writes them again\n",
+				plural(len(ctxs), "context record", "context records"))
+		}
 	}
 	if a.flags.json {
 		r.Vector = nil

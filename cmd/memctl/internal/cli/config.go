@@ -113,7 +113,7 @@ func parseStoreRef(s string) (storeRef, error) {
 		switch {
 		case scheme == "file":
 			if u.Host != "" && u.Host != "localhost" {
-				return ref, usageErrorf("file URL with a host: %q", s)
+				return ref, usageErrorf("file URL with a host: %q", redactURL(s))
 			}
 			ref.Dir = filepath.Clean(u.Path)
 			return ref, nil
@@ -131,16 +131,70 @@ func parseStoreRef(s string) (storeRef, error) {
 	return ref, nil
 }
 
-// redactURL hides a password in a URL for messages.
+// secretParams are the URL query parameters whose values are credentials
+// (postgres password and sslpassword, qdrant api_key, and the usual
+// spellings of API keys and tokens), compared case-insensitively.
+var secretParams = []string{"password", "sslpassword", "api_key", "apikey", "token"}
+
+// redacted replaces a credential in messages.
+const redacted = "xxxxx"
+
+// redactURL hides the credentials of a URL for messages: the userinfo
+// password and the values of secretParams. A value that does not parse as
+// a URL is shown as its scheme only: where its password is cannot be
+// told.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+	if err != nil {
+		if i := strings.Index(s, ":"); i > 0 && isScheme(s[:i]) {
+			return s[:i] + "://<redacted>"
+		}
+		return "<redacted>"
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+		}
+	}
+	if u.RawQuery != "" {
+		// Rewritten pair by pair, so the other parameters read as given.
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			k, _, hasValue := strings.Cut(p, "=")
+			name, err := url.QueryUnescape(k)
+			if err != nil {
+				name = k
+			}
+			if hasValue && isSecretParam(name) {
+				parts[i] = k + "=" + redacted
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
 	}
 	return u.String()
+}
+
+func isSecretParam(name string) bool {
+	for _, p := range secretParams {
+		if strings.EqualFold(strings.TrimSpace(name), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, "+", "-" or ".").
+func isScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 func contains(list []string, s string) bool {

@@ -36,6 +36,9 @@ var (
 	ErrAborted = errors.New("aborted")
 	// ErrVerify is wrapped when a copy does not verify.
 	ErrVerify = errors.New("verification failed")
+	// ErrDistance is wrapped when the vectors to write use another distance
+	// than the target store: exit status 1, nothing is written.
+	ErrDistance = errors.New("distance mismatch")
 	// ErrBadLines is wrapped when an import skipped lines.
 	ErrBadLines = errors.New("bad lines")
 	// ErrStateStore is wrapped when rm cannot list or delete the runtime's

@@ -161,6 +161,9 @@ func (a *app) openDir(ctx context.Context, s *store, mode openMode, cs *createSp
 		if cs != nil && cs.Embedder != "" && cs.Embedder != spec.ID() {
 			return fmt.Errorf("%w: the input was embedded with %s, the store would use %s", embedded.ErrEmbedderMismatch, cs.Embedder, spec.ID())
 		}
+		if err := checkDistance(cs, dir, embeddedDistance); err != nil {
+			return err
+		}
 		dim := spec.KnownDimension()
 		if cs != nil && cs.Dim > 0 {
 			if dim != 0 && dim != cs.Dim {
@@ -197,8 +200,29 @@ func (a *app) openDir(ctx context.Context, s *store, mode openMode, cs *createSp
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", dir, err)
 	}
+	if err := checkDistance(cs, dir, env.Memory.Records.Info().Distance); err != nil {
+		_ = env.Close()
+		return err
+	}
 	s.env, s.coll = env, env.Memory.Records
 	return nil
+}
+
+// embeddedDistance is the distance of the collection embedded.Open
+// creates: it takes none, and the collection defaults to cosine.
+const embeddedDistance = vectorstore.Cosine
+
+// checkDistance refuses to write vectors compared by one distance into a
+// directory store whose collection uses another: a cosine collection
+// stores vectors normalised, so a dot-product export imported into it
+// would change every vector (and its ranking), silently.
+func checkDistance(cs *createSpec, dir string, have vectorstore.Distance) error {
+	if cs == nil || cs.Distance == "" || cs.Distance == have {
+		return nil
+	}
+	return fmt.Errorf("%w: the input's vectors use distance %s, store %s uses %s (an embedded directory is created with %s); "+
+		"write them to a postgres or qdrant store created with distance=%s, or export with --no-vectors to re-embed them",
+		ErrDistance, cs.Distance, dir, have, embeddedDistance, cs.Distance)
 }
 
 func (a *app) openURL(ctx context.Context, s *store, mode openMode, cs *createSpec, src string) error {
@@ -238,6 +262,9 @@ func (a *app) openURL(ctx context.Context, s *store, mode openMode, cs *createSp
 	}
 	if err != nil {
 		if errors.Is(err, vectorstore.ErrConfigMismatch) && cs != nil {
+			if ve := (*vectorstore.Error)(nil); errors.As(err, &ve) && ve.Field == "distance" {
+				return fmt.Errorf("%w: %v", ErrDistance, err)
+			}
 			return fmt.Errorf("%w: %v", vectorstore.ErrDimensionMismatch, err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {

@@ -98,6 +98,9 @@ func (e *LineError) Unwrap() error { return ErrMalformed }
 type Reader struct {
 	r    *bufio.Reader
 	line int
+	// seen is set once a non-blank line was read: a header is only
+	// allowed before it (blank lines before the header are fine).
+	seen bool
 	// Bytes is the number of bytes consumed so far (for progress).
 	Bytes int64
 }
@@ -125,12 +128,15 @@ func (r *Reader) Next() (Item, error) {
 		r.line++
 		line := r.line
 		if len(raw) > MaxLineBytes {
+			r.seen = true
 			return Item{}, &LineError{Line: line, Msg: fmt.Sprintf("longer than %d bytes", MaxLineBytes)}
 		}
 		trimmed := bytes.TrimSpace(raw)
 		if len(trimmed) == 0 {
 			continue
 		}
+		first := !r.seen
+		r.seen = true
 		if trimmed[0] != '{' {
 			return Item{}, &LineError{Line: line, Msg: "not a JSON object"}
 		}
@@ -142,7 +148,7 @@ func (r *Reader) Next() (Item, error) {
 			if h.Format != Version {
 				return Item{}, &LineError{Line: line, Msg: fmt.Sprintf("export format %d is not supported (this memctl reads %d)", h.Format, Version)}
 			}
-			if line != 1 {
+			if !first {
 				return Item{}, &LineError{Line: line, Msg: "header line after the first line"}
 			}
 			return Item{Line: line, Header: &h}, nil

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stratamem/strata/memory/semantic"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// The semantic layer (memory/semantic) keeps, next to each message record,
+// a derived context record (id "<message id>/context", Kind "context",
+// metadata message = the message's id) whose text is the message between
+// the messages just before and after it in its thread. A message's text is
+// therefore also in its own context record and in its two neighbours':
+// deleting or rewriting the message must take those along, or ls --match
+// and search go on finding the old text. The layer writes a missing
+// context again from the messages that are left (its next embedding pass
+// in a session that loads the thread).
+
+// isSemanticMessage reports whether r is a message record of a semantic
+// layer, whatever its layer id: the layer's kind, a thread and a role.
+func isSemanticMessage(r *vectorstore.Record) bool {
+	return r.Kind == semantic.KindMessage && r.Scope.Thread != "" && r.Metadata[semantic.MetaRole] != ""
+}
+
+// quotingContexts returns the stored context records that quote the
+// semantic messages among msgs: each message's own and those of the
+// messages just before and after it in its thread, except the ids in skip
+// (deleted anyway). Other records of msgs are ignored.
+func quotingContexts(ctx context.Context, c *vectorstore.Collection, msgs []vectorstore.Record, skip map[string]bool) ([]vectorstore.Record, error) {
+	type threadKey struct{ layer, thread string }
+	threads := map[threadKey][]vectorstore.Record{}
+	owner := map[string]string{} // context id -> its message's id
+	var order []string
+	want := func(msgID string) {
+		id := msgID + "/context"
+		if _, ok := owner[id]; !ok && !skip[id] {
+			owner[id] = msgID
+			order = append(order, id)
+		}
+	}
+	for i := range msgs {
+		r := &msgs[i]
+		if !isSemanticMessage(r) {
+			continue
+		}
+		want(r.ID)
+		k := threadKey{r.Layer, r.Scope.Thread}
+		t, ok := threads[k]
+		if !ok {
+			var err error
+			if t, err = threadMessages(ctx, c, k.layer, k.thread); err != nil {
+				return nil, err
+			}
+			threads[k] = t
+		}
+		j := slices.IndexFunc(t, func(m vectorstore.Record) bool { return m.ID == r.ID })
+		if j < 0 {
+			continue
+		}
+		if j > 0 {
+			want(t[j-1].ID)
+		}
+		if j+1 < len(t) {
+			want(t[j+1].ID)
+		}
+	}
+	var out []vectorstore.Record
+	for lo := 0; lo < len(order); lo += 1000 {
+		chunk := order[lo:min(lo+1000, len(order))]
+		recs, _, err := c.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{IDs: chunk}, Limit: len(chunk)})
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string]vectorstore.Record, len(recs))
+		for _, r := range recs {
+			byID[r.ID] = r
+		}
+		for _, id := range chunk {
+			// Only the layer's own derived record: same id scheme, kind
+			// and back link.
+			if r, ok := byID[id]; ok && r.Kind == semantic.KindContext && r.Metadata[semantic.MetaMessage] == owner[id] {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// threadMessages lists the semantic messages of one layer's thread in the
+// layer's order: creation time, then the seq metadata, then id.
+func threadMessages(ctx context.Context, c *vectorstore.Collection, layer, thread string) ([]vectorstore.Record, error) {
+	var t []vectorstore.Record
+	f := vectorstore.Filter{Layer: layer, Thread: thread, Kind: semantic.KindMessage}
+	for r, err := range c.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		if isSemanticMessage(&r) {
+			t = append(t, r)
+		}
+	}
+	seq := func(r *vectorstore.Record) int64 {
+		n, _ := strconv.ParseInt(r.Metadata[semantic.MetaSeq], 10, 64)
+		return n
+	}
+	slices.SortFunc(t, func(a, b vectorstore.Record) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		if sa, sb := seq(&a), seq(&b); sa != sb {
+			if sa < sb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return t, nil
+}
