@@ -326,8 +326,11 @@ func scriptedAgent(req provider.Request, call int) ([]core.Item, error) {
 		}
 	}
 	if called {
-		// The tools ran: confirm, as a model would, instead of answering
-		// the request again.
+		// The tools ran (or were refused): say so, as a model would,
+		// instead of answering the request again.
+		if strings.Contains(user, "delete all") {
+			return []core.Item{core.AssistantMessage("I cannot delete your files from here; please confirm in the app.")}, nil
+		}
 		return []core.Item{core.AssistantMessage("Done.")}, nil
 	}
 	all := ""

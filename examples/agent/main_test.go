@@ -36,6 +36,7 @@ func TestBuiltinScript(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{
 		"denied by steering",
+		"agent: I cannot delete your files from here; please confirm in the app.",
 		"agent: You live in Lisbon (since the day before your last visit); your todo list has: review the gripper design.",
 		"epoch t:ada-visit-2#0",
 		// The second visit recalls what the first left behind.
