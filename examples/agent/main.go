@@ -350,8 +350,6 @@ func scriptedAgent(req provider.Request, call int) ([]core.Item, error) {
 			return []core.Item{core.AssistantMessage("I have nothing about you yet.")}, nil
 		}
 		return []core.Item{core.AssistantMessage(strings.Join(parts, "; ") + ".")}, nil
-	case strings.Contains(user, "delete all"):
-		return []core.Item{core.AssistantMessage("I cannot delete your files from here; please confirm in the app.")}, nil
 	case strings.Contains(user, "gripper"):
 		// Answered from the semantic recall block: the first visit's
 		// messages found by meaning.
