@@ -196,13 +196,34 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 		s.ReportCache(report)
 		res.Rounds = append(res.Rounds, Round{View: view, Cache: report, Output: resp.Items})
 		cur := &res.Rounds[len(res.Rounds)-1]
+		logged := len(s.Items())
 		if err := s.Record(ctx, resp.Items...); err != nil {
+			if len(s.Items()) == logged {
+				return res, err // refused before anything was logged
+			}
+			// The items are in the log but a layer could not save its
+			// state: answer every call, run none, so the log stays a
+			// well-formed conversation.
+			res.Items = append(res.Items, resp.Items...)
+			for _, it := range resp.Items {
+				if it.Type != core.TypeFunctionCall {
+					continue
+				}
+				out := core.FunctionCallOutput(it.CallID, "error: not run: the session's state could not be saved")
+				n := len(s.Items())
+				appendErr := s.Append(context.WithoutCancel(ctx), out)
+				if len(s.Items()) > n {
+					res.Items = append(res.Items, out)
+					cur.ToolOutputs = append(cur.ToolOutputs, out)
+				}
+				err = errors.Join(err, appendErr)
+			}
 			return res, err
 		}
 		res.Items = append(res.Items, resp.Items...)
 
 		calls := 0
-		var callErr error
+		var callErr, saveErr error
 		for _, it := range resp.Items {
 			if it.Type != core.TypeFunctionCall {
 				continue
@@ -211,7 +232,7 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 			// After a failure the remaining calls still get an output (the
 			// log never holds a call without one), but do not run.
 			var out core.Item
-			if callErr != nil {
+			if callErr != nil || saveErr != nil {
 				out = core.FunctionCallOutput(it.CallID, "error: not run: an earlier call of this round failed")
 			} else {
 				var err error
@@ -220,14 +241,20 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 					callErr = err
 				}
 			}
+			n := len(s.Items())
 			if err := s.Append(context.WithoutCancel(ctx), out); err != nil {
-				return res, errors.Join(callErr, err)
+				if len(s.Items()) == n {
+					return res, errors.Join(callErr, saveErr, err) // not logged
+				}
+				// Logged, but a layer could not save: go on answering
+				// the remaining calls, then report it.
+				saveErr = errors.Join(saveErr, err)
 			}
 			res.Items = append(res.Items, out)
 			cur.ToolOutputs = append(cur.ToolOutputs, out)
 		}
-		if callErr != nil {
-			return res, callErr
+		if callErr != nil || saveErr != nil {
+			return res, errors.Join(callErr, saveErr)
 		}
 		if resp.Truncated {
 			// The model did not finish: going round again would treat a
@@ -315,7 +342,7 @@ func (a *Agent) Spawn(ctx context.Context, parent *core.Session, task string, ch
 			result = []core.Item{core.AssistantMessage(text)}
 		}
 	}
-	if rerr := parent.Return(ctx, cs, result); rerr != nil {
+	if rerr := parent.Return(context.WithoutCancel(ctx), cs, result); rerr != nil {
 		return res, errors.Join(err, rerr)
 	}
 	return res, err

@@ -38,8 +38,10 @@ type Cache struct {
 
 type cacheKey struct{ a, b uint64 }
 
-// NewCache wraps t with a cache of at most maxEntries counts; maxEntries <= 0
-// selects DefaultCacheEntries. Wrapping a *Cache is allowed but pointless.
+// NewCache wraps t with a cache of at most maxEntries counts (two
+// generations of maxEntries/2; a maxEntries of 1 holds up to 2);
+// maxEntries <= 0 selects DefaultCacheEntries. Wrapping a *Cache is allowed
+// but pointless.
 func NewCache(t Tokenizer, maxEntries int) *Cache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheEntries
