@@ -245,6 +245,9 @@ func (s *Store) Put(ctx context.Context, key storage.Key, value []byte, expected
 			return s.pool.QueryRow(ctx, s.qUpdate, h[:], value, expected).Scan(&written, &actual)
 		})
 	}
+	if isSerializationFailure(err) {
+		return 0, s.raced(ctx, key, h, expected)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: put %s: %w", key, withCtx(ctx, err))
 	}
@@ -276,6 +279,9 @@ func (s *Store) Delete(ctx context.Context, key storage.Key, expected int64) err
 	err := retry(ctx, func() error {
 		return s.pool.QueryRow(ctx, s.qDelete, h[:], expected).Scan(&deleted, &actual)
 	})
+	if isSerializationFailure(err) {
+		return s.raced(ctx, key, h, expected)
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: delete %s: %w", key, withCtx(ctx, err))
 	}
@@ -335,6 +341,24 @@ func (s *Store) conflict(ctx context.Context, key storage.Key, h [sha256.Size]by
 		if a, err = s.revision(ctx, h); err != nil {
 			return fmt.Errorf("postgres: read revision of %s after conflict: %w", key, err)
 		}
+	}
+	return &storage.ConflictError{Key: key, Expected: expected, Actual: a}
+}
+
+// isSerializationFailure reports SQLSTATE 40001: under REPEATABLE READ or
+// SERIALIZABLE (a server's or role's default_transaction_isolation) a
+// write that races another fails with it instead of matching no row.
+func isSerializationFailure(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40001"
+}
+
+// raced is the ConflictError of a write that lost a race with a
+// serialization failure, with the revision that won.
+func (s *Store) raced(ctx context.Context, key storage.Key, h [sha256.Size]byte, expected int64) error {
+	a, err := s.revision(ctx, h)
+	if err != nil {
+		return fmt.Errorf("postgres: read revision of %s after conflict: %w", key, err)
 	}
 	return &storage.ConflictError{Key: key, Expected: expected, Actual: a}
 }
