@@ -110,7 +110,10 @@ type Store interface {
 	Get(ctx context.Context, key Key) (Entry, error)
 	// Put writes value at key if the stored revision equals expected (0 when
 	// the key must not exist yet) and returns the new revision. A mismatch
-	// returns an error wrapping ErrConflict and writes nothing.
+	// returns an error wrapping ErrConflict and writes nothing. Any other
+	// error leaves the outcome unknown (the value may be in place, e.g. a
+	// directory fsync or a commit acknowledgement failed after the write):
+	// re-read with Get before retrying, or the retry reports a conflict.
 	Put(ctx context.Context, key Key, value []byte, expected int64) (int64, error)
 	// Delete removes key if its revision equals expected. Deleting an absent
 	// key with expected 0 is not an error.
