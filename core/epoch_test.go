@@ -258,7 +258,8 @@ func TestReanchorReasons(t *testing.T) {
 		if v := turn(t, s, "q3"); v.Usage.Epoch.Reanchored {
 			t.Fatalf("re-anchored twice: %+v", v.Usage.Epoch)
 		}
-		// Off when anchoring is off.
+		// Harmless when anchoring is off (no epochs to re-anchor): the
+		// call neither panics nor starts one.
 		off := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, &scripted{"x"})},
 			Cache: core.CacheConfig{Disabled: true}})
 		turn(t, off, "q0")

@@ -121,7 +121,7 @@ func (m *mirror) writeEmbedded(ctx context.Context, model string, jobs []job, ve
 	for _, e := range gone {
 		if m.byID[e.id] == e {
 			m.removeLocked(e)
-			orphans = append(orphans, contextID(e.id))
+			orphans = append(orphans, ContextID(e.id))
 		}
 	}
 	for i, j := range jobs {

@@ -84,7 +84,7 @@ func (m *mirror) load(ctx context.Context) error {
 	for _, r := range ctxs {
 		// A context whose message is gone (deleted from outside) is
 		// ignored: it never ranks without its message.
-		if e := m.byID[r.Metadata[MetaMessage]]; e != nil && r.ID == contextID(e.id) {
+		if e := m.byID[r.Metadata[MetaMessage]]; e != nil && r.ID == ContextID(e.id) {
 			e.ctxText = r.Text
 			if md := r.Metadata[MetaEmbedding]; md != EmbeddingPending {
 				e.ctxEmbedded = md

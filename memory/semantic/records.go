@@ -1,6 +1,7 @@
 package semantic
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -128,13 +129,41 @@ type entry struct {
 	ctxSkip string
 }
 
-// contextID is the id of the context record of the message id.
-func contextID(id string) string { return id + "/context" }
+// ContextID is the id of the context record of the message record id:
+// tools that delete or rewrite a message (memctl) delete its context
+// records too, since they quote it.
+func ContextID(messageID string) string { return messageID + "/context" }
+
+// IsMessage reports whether r is a message record a semantic layer can
+// read: its kind and a role.
+func IsMessage(r vectorstore.Record) bool { return r.Kind == KindMessage && r.Metadata[MetaRole] != "" }
+
+// CompareMessages orders message records as the layer orders a thread:
+// creation time, then the MetaSeq metadata, then id. Neighbours in this
+// order are the messages a context record quotes.
+func CompareMessages(a, b vectorstore.Record) int {
+	return compareOrder(a.CreatedAt, recordSeq(a), a.ID, b.CreatedAt, recordSeq(b), b.ID)
+}
+
+func recordSeq(r vectorstore.Record) int64 {
+	n, _ := strconv.ParseInt(r.Metadata[MetaSeq], 10, 64)
+	return n
+}
+
+func compareOrder(ta time.Time, sa int64, ia string, tb time.Time, sb int64, ib string) int {
+	if c := ta.Compare(tb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(sa, sb); c != 0 {
+		return c
+	}
+	return strings.Compare(ia, ib)
+}
 
 // contextRecord is e's context record for the window text win.
 func (e *entry) contextRecord(layer, win string, vec []float32, model string) vectorstore.Record {
 	return vectorstore.Record{
-		ID: contextID(e.id), Layer: layer, Kind: KindContext,
+		ID: ContextID(e.id), Layer: layer, Kind: KindContext,
 		Scope: vectorstore.Scope{Thread: e.thread, Resource: e.res},
 		Text:  win, Vector: vec,
 		Metadata:  map[string]string{MetaMessage: e.id, MetaEmbedding: model, MetaRole: string(e.role)},
@@ -144,13 +173,7 @@ func (e *entry) contextRecord(layer, win string, vec []float32, model string) ve
 
 // before orders the entries of one thread: time, then seq, then id.
 func (e *entry) before(o *entry) bool {
-	if !e.created.Equal(o.created) {
-		return e.created.Before(o.created)
-	}
-	if e.seq != o.seq {
-		return e.seq < o.seq
-	}
-	return e.id < o.id
+	return compareOrder(e.created, e.seq, e.id, o.created, o.seq, o.id) < 0
 }
 
 // record is the entry as a record carrying vec; model is the value of
@@ -180,10 +203,10 @@ func (e *entry) record(layer string, vec []float32, model string) vectorstore.Re
 // entryOf reads a stored record back; ok is false for a record this layer
 // cannot use (not a message, no role).
 func entryOf(r vectorstore.Record) (*entry, bool) {
-	if r.Kind != KindMessage || r.Metadata[MetaRole] == "" {
+	if !IsMessage(r) {
 		return nil, false
 	}
-	seq, _ := strconv.ParseInt(r.Metadata[MetaSeq], 10, 64)
+	seq := recordSeq(r)
 	e := &entry{
 		id: r.ID, thread: r.Scope.Thread, res: r.Scope.Resource,
 		role: core.Role(r.Metadata[MetaRole]), text: r.Text,

@@ -246,7 +246,7 @@ func (m *mirror) denseCandidates(ctx context.Context, query string, C int, skip 
 			asked[e.id] = true
 			missing = append(missing, e.id)
 		}
-		if id := contextID(e.id); math.IsNaN(s[1]) && e.ctxEmbedded == model && !asked[id] {
+		if id := ContextID(e.id); math.IsNaN(s[1]) && e.ctxEmbedded == model && !asked[id] {
 			asked[id] = true
 			missing = append(missing, id)
 		}

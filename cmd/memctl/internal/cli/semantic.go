@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/stratamem/strata/memory/semantic"
 	"github.com/stratamem/strata/vectorstore"
@@ -21,9 +19,9 @@ import (
 // in a session that loads the thread).
 
 // isSemanticMessage reports whether r is a message record of a semantic
-// layer, whatever its layer id: the layer's kind, a thread and a role.
+// layer, whatever its layer id: a message the layer can read, in a thread.
 func isSemanticMessage(r *vectorstore.Record) bool {
-	return r.Kind == semantic.KindMessage && r.Scope.Thread != "" && r.Metadata[semantic.MetaRole] != ""
+	return semantic.IsMessage(*r) && r.Scope.Thread != ""
 }
 
 // quotingContexts returns the stored context records that quote the
@@ -36,7 +34,7 @@ func quotingContexts(ctx context.Context, c *vectorstore.Collection, msgs []vect
 	owner := map[string]string{} // context id -> its message's id
 	var order []string
 	want := func(msgID string) {
-		id := msgID + "/context"
+		id := semantic.ContextID(msgID)
 		if _, ok := owner[id]; !ok && !skip[id] {
 			owner[id] = msgID
 			order = append(order, id)
@@ -91,7 +89,7 @@ func quotingContexts(ctx context.Context, c *vectorstore.Collection, msgs []vect
 }
 
 // threadMessages lists the semantic messages of one layer's thread in the
-// layer's order: creation time, then the seq metadata, then id.
+// layer's own order (semantic.CompareMessages).
 func threadMessages(ctx context.Context, c *vectorstore.Collection, layer, thread string) ([]vectorstore.Record, error) {
 	var t []vectorstore.Record
 	f := vectorstore.Filter{Layer: layer, Thread: thread, Kind: semantic.KindMessage}
@@ -103,21 +101,6 @@ func threadMessages(ctx context.Context, c *vectorstore.Collection, layer, threa
 			t = append(t, r)
 		}
 	}
-	seq := func(r *vectorstore.Record) int64 {
-		n, _ := strconv.ParseInt(r.Metadata[semantic.MetaSeq], 10, 64)
-		return n
-	}
-	slices.SortFunc(t, func(a, b vectorstore.Record) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		if sa, sb := seq(&a), seq(&b); sa != sb {
-			if sa < sb {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(t, semantic.CompareMessages)
 	return t, nil
 }
