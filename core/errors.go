@@ -71,3 +71,79 @@ func (e *HookError) Error() string {
 }
 
 func (e *HookError) Unwrap() error { return e.Err }
+
+// ErrNotStored is matched (errors.Is) by every error that says a write a
+// layer's hook made was not confirmed by its store: the store refused it,
+// failed, or did not answer before the hook's timeout. A session method
+// that returns such an error has not acknowledged the items it was given:
+// they are in the run's log, but some layer's memory may not hold them.
+// The layers keep what they could not store and retry it at their next
+// write (the next Append, Record or Complete); a nil error from a later
+// call means everything is stored by then.
+var ErrNotStored = errors.New("core: write not confirmed by the store")
+
+// WriteError is what a layer's hook returns for a record its store did not
+// confirm. The runtime hands it to the caller of Append, Record or
+// Complete (inside a *HookError naming the layer and hook) instead of only
+// diagnosing it: DESIGN's "acknowledged means stored".
+type WriteError struct {
+	// Layer is the layer whose write failed.
+	Layer string
+	// Item names what was not stored: a record id, an item id or a short
+	// description ("episode of run r1").
+	Item string
+	// Err is the store's error; for a hook that timed out, the context's.
+	Err error
+}
+
+func (e *WriteError) Error() string {
+	s := "core: not stored"
+	if e.Layer != "" {
+		s += fmt.Sprintf(" by layer %q", e.Layer)
+	}
+	if e.Item != "" {
+		s += ": " + e.Item
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap lets errors.Is match ErrNotStored and the store's own error.
+func (e *WriteError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrNotStored}
+	}
+	return []error{ErrNotStored, e.Err}
+}
+
+// ErrThreadBound is matched by every *ThreadBoundError.
+var ErrThreadBound = errors.New("core: thread belongs to another resource")
+
+// ThreadBoundError refuses a run on a thread that belongs to another
+// resource. A thread id is bound to the resource of the first run that
+// used it (or to none, when that run had no ResourceID); a run naming it
+// with another resource, or without one, would otherwise read or write
+// memory that is not its own.
+type ThreadBoundError struct {
+	Thread string
+	// Bound is the resource the thread belongs to ("" for none).
+	Bound string
+	// Requested is the resource the refused run named ("" for none).
+	Requested string
+}
+
+func (e *ThreadBoundError) Error() string {
+	name := func(r string) string {
+		if r == "" {
+			return "no resource"
+		}
+		return fmt.Sprintf("resource %q", r)
+	}
+	return fmt.Sprintf("core: thread %q belongs to %s, not %s: use a thread id of its own for each resource",
+		e.Thread, name(e.Bound), name(e.Requested))
+}
+
+// Unwrap lets errors.Is(err, ErrThreadBound) match.
+func (e *ThreadBoundError) Unwrap() error { return ErrThreadBound }

@@ -36,6 +36,8 @@ type LayerSpec struct {
 	Hooks []string
 	// CallNames are the plain function-call names its Store hook applies.
 	CallNames []string
+	// WritesRecords is Layer.WritesRecords.
+	WritesRecords bool
 }
 
 // FunctionSpec describes a provided function to the model.
@@ -135,6 +137,7 @@ func (l Layer[S]) Spec() LayerSpec {
 		Placement: l.Placement, Timeouts: l.Timeouts, OnInitError: l.OnInitError, RecallMode: l.RecallMode,
 		OnToolCallError: l.OnToolCallError,
 		CallNames:       append([]string(nil), l.CallNames...),
+		WritesRecords:   l.WritesRecords,
 	}
 	if spec.Scope == "" {
 		spec.Scope = ScopeThread

@@ -110,14 +110,37 @@ func (i *layerInstance[S]) commit(ctx context.Context, hook string, next *S) err
 }
 
 // guard runs a state-returning hook and commits its state, or records a
-// diagnostic when it failed. It returns only persistence errors.
+// diagnostic when it failed. It returns persistence errors: the state's,
+// and the hook's own unconfirmed writes (see unconfirmed).
 func guard[S any](ctx context.Context, i *layerInstance[S], hook string, timeout time.Duration, fn func(context.Context) (*S, error)) error {
 	next, kind, err := callHook(ctx, timeout, fn)
 	if err != nil {
 		i.sess.diagnose(i.sp.ID, hook, kind, err)
-		return nil
+		return i.unconfirmed(hook, kind, err)
 	}
 	return i.commit(ctx, hook, next)
+}
+
+// unconfirmed is the error a failed write hook hands the caller, nil when
+// the failure is only a missing contribution. A hook that says its store
+// did not confirm a write (ErrNotStored) is returned as is; a hook of a
+// layer that writes records and did not answer in time may have left a
+// write half done, so its outcome is unknown and it is reported as not
+// stored. Either way the caller must not take the items as acknowledged.
+func (i *layerInstance[S]) unconfirmed(hook string, kind DiagnosticKind, err error) error {
+	var we *WriteError
+	switch {
+	case errors.As(err, &we):
+		if we.Layer == "" {
+			we.Layer = i.sp.ID
+		}
+	case errors.Is(err, ErrNotStored):
+	case i.sp.WritesRecords && (kind == KindTimeout || kind == KindCanceled || kind == KindPanic):
+		err = &WriteError{Layer: i.sp.ID, Item: "the writes of hook " + hook + " (outcome unknown)", Err: err}
+	default:
+		return nil
+	}
+	return &HookError{Layer: i.sp.ID, Hook: hook, Kind: kind, Err: err}
 }
 
 func (i *layerInstance[S]) hasRecall() bool { return i.layer.Hooks.Recall != nil }

@@ -171,6 +171,14 @@ type Layer[S any] struct {
 	// change is given up, and the layer continues from the stored state
 	// and revision, so its later saves do not conflict again.
 	Merge func(stored, mine S) S
+	// WritesRecords says the layer's write hooks (OnItemAppend,
+	// AfterModelCall, Store, OnComplete) write records to a store of their
+	// own (a vector store), outside the runtime's state store. When such a
+	// hook times out or is cancelled, what it was writing is unconfirmed,
+	// so the session method returns an error matching ErrNotStored rather
+	// than only a diagnostic. Whatever the flag, a hook that returns an
+	// error wrapping ErrNotStored (a *WriteError) has it returned.
+	WritesRecords bool
 }
 
 // Hooks are a layer's lifecycle functions; every one is optional. Each runs

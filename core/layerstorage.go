@@ -33,7 +33,9 @@ func (s *Session) layerStorage(spec LayerSpec) *layerStorage {
 	key := storage.Key{Scope: string(spec.Scope), Layer: spec.ID}
 	switch spec.Scope {
 	case ScopeThread:
-		key.ScopeID = s.info.ThreadID
+		// A thread of a resource is keyed by both: two resources that
+		// name a thread alike never share its state.
+		key.ScopeID = storage.ThreadScopeID(s.info.ResourceID, s.info.ThreadID)
 	case ScopeResource:
 		key.ScopeID = s.info.ResourceID
 	case ScopeGlobal:

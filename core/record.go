@@ -15,6 +15,8 @@ import (
 type AssemblyRecord struct {
 	RunID    string `json:"run_id"`
 	ThreadID string `json:"thread_id"`
+	// ResourceID is the resource the thread belongs to, if any.
+	ResourceID string `json:"resource_id,omitempty"`
 	Turn     int    `json:"turn"`
 	// Bands maps a band name to its items, in view order.
 	Bands      []RecordedBand `json:"bands"`
@@ -30,15 +32,24 @@ type RecordedBand struct {
 	Items  []Item `json:"items"`
 }
 
-// recordKey is where the last assembly of a thread is kept. Layer ids may
-// not start with '_', so it cannot collide with a layer's state.
-func recordKey(thread string) storage.Key {
-	return storage.Key{Scope: string(ScopeThread), ScopeID: thread, Layer: "_strata", Name: "last_assembly"}
+// recordKey is where the last assembly of a thread is kept: under the
+// thread's scope id, so a thread of a resource is keyed by both. Layer ids
+// may not start with '_', so it cannot collide with a layer's state.
+func recordKey(resource, thread string) storage.Key {
+	return storage.Key{Scope: string(ScopeThread), ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: "last_assembly"}
 }
 
-// LastAssembly reads the recorded last assembly of a thread from a store.
-func LastAssembly(ctx context.Context, st storage.Store, thread string) (*AssemblyRecord, error) {
-	e, err := st.Get(ctx, recordKey(thread))
+// LastAssembly reads the recorded last assembly of a thread of resource
+// ("" for a thread of no resource) from a store. A record written before
+// threads were keyed by resource is found too, when the thread belongs to
+// that resource.
+func LastAssembly(ctx context.Context, st storage.Store, resource, thread string) (*AssemblyRecord, error) {
+	e, err := st.Get(ctx, recordKey(resource, thread))
+	if errors.Is(err, storage.ErrNotFound) && resource != "" {
+		if owner, ok, berr := threadOwner(ctx, st, thread); berr == nil && ok && owner == resource {
+			e, err = st.Get(ctx, recordKey("", thread))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +67,7 @@ func (s *Session) recordAssembly(ctx context.Context, v *View) {
 	if !s.rt.cfg.RecordAssemblies || s.info.ThreadID == "" || s.child {
 		return
 	}
-	rec := AssemblyRecord{RunID: s.info.RunID, ThreadID: s.info.ThreadID, Turn: v.Turn, PrefixHash: v.PrefixHash, Usage: v.Usage}
+	rec := AssemblyRecord{RunID: s.info.RunID, ThreadID: s.info.ThreadID, ResourceID: s.info.ResourceID, Turn: v.Turn, PrefixHash: v.PrefixHash, Usage: v.Usage}
 	for b, items := range v.bands {
 		if len(items) > 0 {
 			rec.Bands = append(rec.Bands, RecordedBand{Band: Band(b).String(), Tokens: v.tokens[b], Items: items})
@@ -70,7 +81,7 @@ func (s *Session) recordAssembly(ctx context.Context, v *View) {
 		s.diagnose("_strata", "record", KindError, err)
 		return
 	}
-	key := recordKey(s.info.ThreadID)
+	key := recordKey(s.info.ResourceID, s.info.ThreadID)
 	for attempt := 0; attempt < 3; attempt++ {
 		rev, err := s.rt.store.Put(ctx, key, raw, s.rev(key))
 		if err == nil {

@@ -19,7 +19,9 @@ type RunOptions struct {
 	// RunID names the run; empty means a random id. It is never rendered.
 	RunID string
 	// ThreadID keys thread-scoped state; required when a layer has thread
-	// scope.
+	// scope. With a ResourceID the thread belongs to that resource: its
+	// state is keyed by both, and a run naming the thread with another
+	// resource (or none) is refused (see ThreadBoundError).
 	ThreadID string
 	// ResourceID keys resource-scoped state (a user, an account); required
 	// when a layer has resource scope.
@@ -105,13 +107,18 @@ type layerRun struct {
 	answered bool
 }
 
-// Start begins a run: it loads each durable layer's state and runs the
+// Start begins a run: it checks that the thread belongs to the run's
+// resource (binding it on first use: a *ThreadBoundError refuses a thread
+// of another resource), loads each durable layer's state and runs the
 // init hooks in slot order. An init failure aborts with a *HookError unless
 // the layer says InitErrorDisable; the layers already initialised are then
 // disposed, newest first.
 func (rt *Runtime) Start(ctx context.Context, opts RunOptions) (*Session, error) {
 	s, err := rt.newSession(opts, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.bindThread(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.initLayers(ctx, nil); err != nil {
@@ -121,6 +128,9 @@ func (rt *Runtime) Start(ctx context.Context, opts RunOptions) (*Session, error)
 }
 
 func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error) {
+	if err := checkRunIDs(opts); err != nil {
+		return nil, err
+	}
 	for _, spec := range rt.specs {
 		switch {
 		case spec.Scope == ScopeThread && opts.ThreadID == "":
@@ -280,10 +290,15 @@ func (s *Session) Tools() []FunctionSpec {
 // outputs) and runs onItemAppend for each. Invalid items are rejected
 // whole: nothing is appended.
 //
-// A hook failure is a diagnostic, not an error. The error joins the
-// persistence failures of the hooks' new state (errors.Is(err,
-// storage.ErrConflict) for a revision conflict); they never stop the other
-// layers' hooks.
+// A hook failure is a diagnostic, not an error, with one exception: a
+// write the layer's store did not confirm. The error joins the persistence
+// failures of the hooks' new state (errors.Is(err, storage.ErrConflict) for
+// a revision conflict) and the records the layers could not store
+// (errors.Is(err, ErrNotStored); errors.As gives the *WriteError naming
+// layer and item); they never stop the other layers' hooks. Nil means
+// every layer has stored what it keeps of the items. After ErrNotStored
+// the items are in the log and the layers retry what they hold unstored at
+// their next write: Append or Record again with new items, or Complete.
 func (s *Session) Append(ctx context.Context, items ...Item) error {
 	if err := s.validateAppend(items); err != nil {
 		return err
@@ -541,7 +556,10 @@ func (s *Session) CallFunction(ctx context.Context, call Item) (Item, error) {
 }
 
 // Complete ends the run: onComplete on every layer (its returned state is
-// persisted), then dispose. The session is unusable afterwards.
+// persisted), then dispose. The session is unusable afterwards. An error
+// matching ErrNotStored means some layer could not store what the run gave
+// it (its last retry failed too): those items are not in memory, and the
+// error's *WriteError values say which.
 func (s *Session) Complete(ctx context.Context, outcome string) error {
 	if s.disposed {
 		return ErrDisposed

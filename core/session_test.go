@@ -504,14 +504,14 @@ func TestRecordAssemblies(t *testing.T) {
 	if _, err := s.Assemble(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := core.LastAssembly(ctx, store, "t9")
+	rec, err := core.LastAssembly(ctx, store, "", "t9")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Turn != 1 || rec.Usage.Epoch.Age != 2 || rec.Bands[0].Band != "system" || rec.Bands[1].Items[1].Text() != "again" {
 		t.Fatalf("record = %+v", rec)
 	}
-	if _, err := core.LastAssembly(ctx, store, "other"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := core.LastAssembly(ctx, store, "", "other"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("other thread: %v", err)
 	}
 	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{core.Layer[int]{ID: "_strata"}}}); err == nil {

@@ -158,3 +158,29 @@ func (e *ConflictError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrConflict) match.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// resourceThreadSep separates the resource from the thread in the ScopeID
+// of a thread that belongs to a resource. It is a C0 control (unit
+// separator): the runtime refuses thread and resource ids holding control
+// characters, so no plain thread id can equal a composite one.
+const resourceThreadSep = "\x1f"
+
+// ThreadScopeID is the ScopeID of thread-scoped state: the thread id alone
+// for a thread that belongs to no resource, else the resource and the
+// thread, so two resources that both name a thread "main" never share a
+// key (DESIGN decision 11: isolation is a property of keys).
+func ThreadScopeID(resource, thread string) string {
+	if resource == "" {
+		return thread
+	}
+	return resource + resourceThreadSep + thread
+}
+
+// SplitThreadScopeID is the inverse of ThreadScopeID: the resource ("" for
+// a thread of no resource) and the thread of a thread ScopeID.
+func SplitThreadScopeID(scopeID string) (resource, thread string) {
+	if r, t, ok := strings.Cut(scopeID, resourceThreadSep); ok {
+		return r, t
+	}
+	return "", scopeID
+}
