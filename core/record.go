@@ -17,7 +17,7 @@ type AssemblyRecord struct {
 	ThreadID string `json:"thread_id"`
 	// ResourceID is the resource the thread belongs to, if any.
 	ResourceID string `json:"resource_id,omitempty"`
-	Turn     int    `json:"turn"`
+	Turn       int    `json:"turn"`
 	// Bands maps a band name to its items, in view order.
 	Bands      []RecordedBand `json:"bands"`
 	Tools      []string       `json:"tools,omitempty"`
