@@ -49,7 +49,7 @@ func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, sd 
 	// may have disabled, nor race the run's own writes.
 	hctx, cancel := context.WithTimeout(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Init }))
 	st := newInitStorage(inner, hctx)
-	p := InitParams{Run: i.run(), Storage: st, Stored: stored}
+	p := InitParams{Run: i.run(), Storage: st, Stored: stored, ClaimedThread: i.sess.claimed}
 	s, kind, err := startHookIn(hctx, cancel,
 		func(ctx context.Context) (S, error) { return i.layer.Hooks.Init(ctx, p) }).wait()
 	st.revoke() // wait cancelled hctx

@@ -220,6 +220,13 @@ type InitParams struct {
 	// Stored is the persisted state as JSON, nil when none was saved or the
 	// scope is execution. Decode it with json.Unmarshal or use Storage.
 	Stored json.RawMessage
+	// ClaimedThread is true when this run bound its thread to its resource
+	// for the first time (see ThreadBoundError). What an earlier version
+	// kept for the thread under the thread id alone is this resource's
+	// from now on: the runtime has moved the thread's state already, and a
+	// layer that keeps records of its own adopts its thread's records that
+	// name no resource (layers that never wrote such records ignore it).
+	ClaimedThread bool
 }
 
 // LayerStorage is the slice of the runtime's store a layer owns: its values

@@ -73,6 +73,10 @@ type Session struct {
 
 	tools []FunctionSpec
 
+	// claimed is true when Start bound the run's thread to its resource
+	// for the first time (InitParams.ClaimedThread).
+	claimed bool
+
 	// Tool-call bookkeeping by call id: where the call is in the log,
 	// what became of it (BeforeToolCall, ExecuteTool), and the declared
 	// calls ExecuteTool applied.

@@ -107,6 +107,7 @@ func (s *Session) bindThread(ctx context.Context) error {
 			return fmt.Errorf("core: bind thread %q to its resource: %w", thread, err)
 		}
 		if res != "" {
+			s.claimed = true
 			s.dropLegacyState(ctx)
 		}
 		return nil

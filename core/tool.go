@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/stratamem/strata/storage"
 )
 
 // ToolSpec describes a tool to the model.
@@ -24,7 +27,8 @@ type ToolSpec struct {
 // ToolContext is what a running tool sees of the context layers: their
 // state by layer id. Writes are applied when the tool returns successfully,
 // so a tool that fails, panics or times out changes nothing; the next
-// recall sees them.
+// recall sees them. A write the store refuses is not half applied either:
+// see Session.ExecuteTool.
 type ToolContext interface {
 	// Get returns the state of the layer with id (the tool's own state
 	// declaration, or any other layer). ok is false for an unknown layer.
@@ -76,7 +80,11 @@ type ToolState[S any] struct {
 	Init func() S
 	// Recall renders the state into the context; ok=false renders nothing.
 	Recall func(state S) (text string, ok bool)
-	// Scope defaults to ScopeExecution: the state lives for the run.
+	// Scope defaults to ScopeExecution: the state lives for the run. A
+	// thread or resource scope shares the state with every run of the
+	// thread or resource; their writes are compare-and-swapped, and a
+	// tool whose write lost is re-run on the stored state (see
+	// Session.ExecuteTool).
 	Scope Scope
 	// Slot orders the layer; 0 means SlotScratchpad.
 	Slot Slot
@@ -130,7 +138,13 @@ type ToolDef[In, Out any] struct {
 	Description string
 	// State, when set, is the context the tool reads and writes through
 	// its ToolContext. An empty State.ID takes the tool's name.
-	State   ToolStateDecl
+	State ToolStateDecl
+	// Execute runs the tool. Its writes (tc.Set) are stored when it
+	// returns; when a durable state's write loses the compare-and-swap
+	// to another run, Execute is called again on the reloaded state (see
+	// Session.ExecuteTool), so it must be safe to re-run: compute the
+	// writes and the output from the arguments and the state read
+	// through tc, and make any effect outside the state idempotent.
 	Execute func(ctx context.Context, in In, tc ToolContext) (Out, error)
 }
 
@@ -290,6 +304,39 @@ func (tc *sessionToolContext) Set(layerID string, state any) error {
 // ToolTimeout is the default limit of a tool's Execute.
 const ToolTimeout = 2 * time.Minute
 
+// ToolConflictRetries is how often ExecuteTool re-runs a tool on reloaded
+// state after its state write lost a compare-and-swap to another run of
+// the same thread or resource, before it answers that the change was not
+// applied.
+const ToolConflictRetries = 3
+
+// ToolStateError reports a tool whose change to its state was not stored:
+// the write lost a compare-and-swap (errors.Is(err, storage.ErrConflict))
+// on every attempt, or failed otherwise. The call's output tells the model
+// the change was not applied; this error tells the host.
+type ToolStateError struct {
+	// Tool is the tool's name, Layer the state whose write failed.
+	Tool  string
+	Layer string
+	// Attempts counts the runs of the tool: 1 plus the conflict retries.
+	Attempts int
+	// Applied lists the states of the last attempt that were stored
+	// before the failure (a tool that writes several durable states is
+	// not atomic across them); empty when nothing changed.
+	Applied []string
+	Err     error
+}
+
+func (e *ToolStateError) Error() string {
+	msg := fmt.Sprintf("core: tool %q: state %q not stored after %d attempt(s)", e.Tool, e.Layer, e.Attempts)
+	if len(e.Applied) > 0 {
+		msg += fmt.Sprintf(" (stored: %s)", strings.Join(e.Applied, ", "))
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *ToolStateError) Unwrap() error { return e.Err }
+
 // ExecuteTool runs a call to a provided layer function or to one of the
 // runtime's tools and returns the function_call_output to record. Bad
 // arguments, a failing, panicking or hung tool all produce an output that
@@ -298,6 +345,19 @@ const ToolTimeout = 2 * time.Minute
 // beforeToolCall: call BeforeToolCall first (the agent package does). A
 // call BeforeToolCall denied in this session does not run: the output
 // says so and the error is ErrCallDenied.
+//
+// A tool's writes (ToolContext.Set) are stored when it returns. The
+// output it returned is answered only once they are: the model never
+// reads success for a change that was not kept. When a durable state's
+// write loses the compare-and-swap to another run (a ToolState of thread
+// or resource scope that two sessions share), the session adopts the
+// stored state and the tool is run again on it, up to ToolConflictRetries
+// times; a tool's Execute must therefore be safe to re-run: a function of
+// its arguments and the state it reads, with any outside effect
+// idempotent. When the retries run out, or a write fails otherwise, the
+// output says that the change was not applied and the error is a
+// *ToolStateError (errors.Is(err, storage.ErrConflict) for a conflict).
+// Each lost attempt is also a KindConflict diagnostic.
 //
 // A declared call (Layer.CallNames) is applied here, by its layer's Store
 // hook, when a layer of the session can deny calls (Record withheld it);
@@ -324,39 +384,88 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
 	}
 	s.verdict[call.CallID] = callRan
-	// Tools read state from a snapshot taken now and write through a
-	// buffer: a late write from a timed-out tool cannot race the session.
-	tc := &sessionToolContext{s: s, snapshot: make([]any, len(s.insts))}
-	for k, inst := range s.insts {
-		tc.snapshot[k] = inst.stateValue()
-	}
 	timeout := s.rt.cfg.ToolTimeout
 	if timeout <= 0 {
 		timeout = ToolTimeout
 	}
-	out, kind, err := callHook(ctx, timeout, func(ctx context.Context) (string, error) {
-		return tool.Execute(ctx, tc, call.Arguments)
-	})
-	if err != nil {
-		var argErr *ArgumentError
-		if errors.As(err, &argErr) {
-			kind = KindRejected
+	for attempt := 1; ; attempt++ {
+		// Tools read state from a snapshot taken now and write through a
+		// buffer: a late write from a timed-out tool cannot race the
+		// session. A retry's snapshot holds the state reloaded after the
+		// conflict.
+		tc := &sessionToolContext{s: s, snapshot: make([]any, len(s.insts))}
+		for k, inst := range s.insts {
+			tc.snapshot[k] = inst.stateValue()
 		}
-		s.diagnose("tool:"+call.Name, "execute", kind, err)
-		msg := err.Error()
-		if kind == KindPanic {
-			msg = "the tool failed unexpectedly"
+		out, kind, err := callHook(ctx, timeout, func(ctx context.Context) (string, error) {
+			return tool.Execute(ctx, tc, call.Arguments)
+		})
+		if err != nil {
+			var argErr *ArgumentError
+			if errors.As(err, &argErr) {
+				kind = KindRejected
+			}
+			s.diagnose("tool:"+call.Name, "execute", kind, err)
+			msg := err.Error()
+			if kind == KindPanic {
+				msg = "the tool failed unexpectedly"
+			}
+			return FunctionCallOutput(call.CallID, "error: "+msg), nil
 		}
-		return FunctionCallOutput(call.CallID, "error: "+msg), nil
+		applied, failed, err := s.storeToolWrites(ctx, tc)
+		if err == nil {
+			return FunctionCallOutput(call.CallID, out), nil
+		}
+		if errors.Is(err, storage.ErrConflict) && len(applied) == 0 && attempt <= ToolConflictRetries && ctx.Err() == nil {
+			continue // nothing changed: run it again on the stored state
+		}
+		serr := &ToolStateError{Tool: call.Name, Layer: failed, Attempts: attempt, Applied: applied, Err: err}
+		return FunctionCallOutput(call.CallID, notAppliedOutput(serr)), serr
 	}
+}
+
+// storeToolWrites stores a tool's buffered writes, durable states first in
+// the order the tool set them, then the execution-scoped ones, and stops
+// at the first failure: a durable write that loses its compare-and-swap
+// then leaves everything as it was, so the tool can be re-run, and no
+// in-memory state holds the half of a change. It returns the states
+// stored before the failure and the one that failed.
+func (s *Session) storeToolWrites(ctx context.Context, tc *sessionToolContext) (applied []string, failed string, err error) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	var errs []error
-	for _, id := range tc.order {
-		k := s.rt.layerIndex[id]
-		if err := s.insts[k].setStateValue(ctx, tc.writes[id]); err != nil {
-			errs = append(errs, err)
+	order := make([]string, 0, len(tc.order))
+	for _, durable := range []bool{true, false} {
+		for _, id := range tc.order {
+			if (s.layerStorage(*s.insts[s.rt.layerIndex[id]].spec()) != nil) == durable {
+				order = append(order, id)
+			}
 		}
 	}
-	return FunctionCallOutput(call.CallID, out), errors.Join(errs...)
+	for _, id := range order {
+		k := s.rt.layerIndex[id]
+		if err := s.insts[k].setStateValue(ctx, tc.writes[id]); err != nil {
+			return applied, id, err
+		}
+		applied = append(applied, id)
+	}
+	return applied, "", nil
+}
+
+// notAppliedOutput is what the model reads when a tool's change was not
+// stored: it must not mistake the tool's own output for success.
+func notAppliedOutput(e *ToolStateError) string {
+	var b strings.Builder
+	if errors.Is(e.Err, storage.ErrConflict) {
+		fmt.Fprintf(&b, "error: not applied: another run changed %q at the same time (%d attempt(s)); "+
+			"the state now holds that run's changes", e.Layer, e.Attempts)
+	} else {
+		fmt.Fprintf(&b, "error: not applied: the change to %q could not be saved", e.Layer)
+	}
+	if len(e.Applied) > 0 {
+		fmt.Fprintf(&b, "; only %s were changed", strings.Join(e.Applied, ", "))
+	} else {
+		b.WriteString("; nothing was changed")
+	}
+	b.WriteString(". Call the tool again if the change is still wanted.")
+	return b.String()
 }

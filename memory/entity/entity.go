@@ -243,6 +243,11 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 	}
 	hooks := core.Hooks[State]{
 		Init: func(ctx context.Context, p core.InitParams) (State, error) {
+			if p.ClaimedThread {
+				if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.id, p.Run); err != nil {
+					return State{}, fmt.Errorf("entity: %w", err)
+				}
+			}
 			return l.load(ctx, p.Run)
 		},
 		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
@@ -270,7 +275,10 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 	}
 	return core.Layer[State]{
 		CallNames: callNames,
-		ID:        opts.ID, Name: "Entities", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
+		// Its writes go to the record store: a write hook that times out
+		// leaves them unconfirmed.
+		WritesRecords: true,
+		ID:            opts.ID, Name: "Entities", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
 		Placement: core.PlacementAuto,
 		Hooks:     hooks,
 		Functions: []core.Function[State]{{
@@ -574,13 +582,13 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 	}
 	vecs, err := l.store.Embedder.Embed(ctx, texts)
 	if err != nil {
-		return State{}, "", fmt.Errorf("entity: embed entities: %w", err)
+		return State{}, "", &core.WriteError{Layer: l.id, Item: "entities " + keyNames(touched), Err: fmt.Errorf("entity: embed entities: %w", err)}
 	}
 	for i := range recs {
 		recs[i].Vector = vecs[i]
 	}
 	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
-		return State{}, "", fmt.Errorf("entity: write entities: %w", err)
+		return State{}, "", &core.WriteError{Layer: l.id, Item: "entities " + keyNames(touched), Err: fmt.Errorf("entity: write entities: %w", err)}
 	}
 	// The evicted entities go with every record they were read from, and
 	// a touched entity read from records made from outside under other ids
@@ -598,7 +606,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 	}
 	if len(stale) > 0 {
 		if err := l.store.Records.Delete(ctx, stale...); err != nil {
-			return State{}, "", fmt.Errorf("entity: delete records: %w", err)
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "stale entity records", Err: fmt.Errorf("entity: delete records: %w", err)}
 		}
 	}
 
@@ -667,4 +675,13 @@ func (s State) sortedKeys(o order) []key {
 		return keys[i].typ < keys[j].typ
 	})
 	return keys
+}
+
+// keyNames lists entities for an error message: "Ada (person), Acme (organization)".
+func keyNames(ks []key) string {
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = k.norm + " (" + string(k.typ) + ")"
+	}
+	return strings.Join(names, ", ")
 }

@@ -198,8 +198,16 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 	return core.Layer[State]{
 		ID: opts.ID, Name: "Episodic memory", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
 		Placement: placement,
+		// The episode is written in OnComplete: a timeout there leaves it
+		// unconfirmed, and Complete says so.
+		WritesRecords: true,
 		Hooks: core.Hooks[State]{
 			Init: func(ctx context.Context, p core.InitParams) (State, error) {
+				if p.ClaimedThread {
+					if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.id, p.Run); err != nil {
+						return State{}, fmt.Errorf("episodic: %w", err)
+					}
+				}
 				return l.load(ctx, p.Run)
 			},
 			Recall:     l.recall,
@@ -298,7 +306,7 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 	}
 	summary, err := l.summarizer.Summarize(ctx, p.Log)
 	if err != nil {
-		return nil, fmt.Errorf("episodic: summarize run %s: %w", p.Run.RunID, err)
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: summarize run %s: %w", p.Run.RunID, err)}
 	}
 	summary = sanitize(summary, l.maxSummary)
 	if summary == "" {
@@ -307,7 +315,7 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 	recScope, scopeKey, f := l.scopeOf(p.Run)
 	stored, err := l.list(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("episodic: list episodes: %w", err)
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: list episodes: %w", err)}
 	}
 	var seq int64
 	for _, r := range stored {
@@ -325,12 +333,12 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 	}
 	vecs, err := l.store.Embedder.Embed(ctx, []string{summary})
 	if err != nil {
-		return nil, fmt.Errorf("episodic: embed summary: %w", err)
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: embed summary: %w", err)}
 	}
 	rec := vectorstore.Record{ID: l.recordID(scopeKey, p.Run.RunID), Layer: l.id, Kind: KindEpisode, Scope: recScope,
 		Text: summary, Vector: vecs[0], Metadata: md, CreatedAt: now}
 	if err := l.store.Records.Upsert(ctx, rec); err != nil {
-		return nil, fmt.Errorf("episodic: write episode: %w", err)
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: write episode: %w", err)}
 	}
 	// Evict against the store, not the mirror: runs of the same scope may
 	// have completed since this one started.

@@ -122,8 +122,11 @@ func TestEpisodeStoredOnCompleteAndRecalledNextRun(t *testing.T) {
 			t.Fatalf("turn %d usage %+v", i, u)
 		}
 	}
-	// Another resource sees nothing.
-	if got, _ := episodesBlock(t, rt, core.RunOptions{ThreadID: "thread-1", ResourceID: "user-2"}, "hi"); got != "" {
+	// Another resource sees nothing; it may not even use user-1's thread.
+	if _, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1", ResourceID: "user-2"}); !errors.Is(err, core.ErrThreadBound) {
+		t.Fatalf("user-2 on user-1's thread: %v", err)
+	}
+	if got, _ := episodesBlock(t, rt, core.RunOptions{ThreadID: "thread-of-user-2", ResourceID: "user-2"}, "hi"); got != "" {
 		t.Fatalf("user-2 sees %q", got)
 	}
 	st, _ := core.State[episodic.State](s, "episodic")
@@ -176,7 +179,7 @@ func TestMaxEpisodesEvictsOldest(t *testing.T) {
 		runEpisode(t, rt, core.RunOptions{ThreadID: "t", ResourceID: "user-1"}, fmt.Sprint("request ", i), "ok")
 	}
 	// Another resource's episodes are not evicted by this one's.
-	runEpisode(t, rt, core.RunOptions{ThreadID: "t", ResourceID: "user-2"}, "other user's request", "ok")
+	runEpisode(t, rt, core.RunOptions{ThreadID: "t2", ResourceID: "user-2"}, "other user's request", "ok")
 	recs, _, err := store.Records.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Layer: "episodic", Resource: "user-1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -315,13 +318,15 @@ func TestSummarizersAndChildRuns(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 
-	// A failing summarizer: a diagnostic, no episode, no error from
-	// Complete. An empty summary: nothing stored.
+	// A failing summarizer: no episode, so Complete says the run's
+	// episode was not stored (and a diagnostic). An empty summary:
+	// nothing to store, no error.
 	for _, msg := range []string{"fail", "quiet"} {
 		s, _ := rt.Start(ctx, run)
 		_ = s.Append(ctx, core.UserMessage(msg))
-		if err := s.Complete(ctx, "ok"); err != nil {
-			t.Fatal(err)
+		err := s.Complete(ctx, "ok")
+		if msg == "fail" && !errors.Is(err, core.ErrNotStored) || msg == "quiet" && err != nil {
+			t.Fatalf("%s: Complete = %v", msg, err)
 		}
 		d := s.Diagnostics()
 		if msg == "fail" && (len(d) != 1 || d[0].Hook != "onComplete" || !strings.Contains(d[0].Message, "model unavailable")) {

@@ -249,6 +249,9 @@ func (l *Layer) Layer() core.Layer[State] {
 		Timeouts:  l.opts.Timeouts,
 		Functions: []core.Function[State]{record},
 		Merge:     mergeState,
+		// Observations are records: a write hook that times out leaves
+		// them unconfirmed, and the session method says so.
+		WritesRecords: true,
 		Hooks: core.Hooks[State]{
 			Init:        l.init,
 			Recall:      l.recall,
@@ -319,6 +322,11 @@ func (l *Layer) Add(ctx context.Context, scope vectorstore.Scope, obs ...Observa
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
+	if p.ClaimedThread {
+		if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.opts.ID, p.Run); err != nil {
+			return State{}, fmt.Errorf("observations: %w", err)
+		}
+	}
 	return layerkit.InitState(p.Stored, func(st *State) (err error) {
 		st.m, err = l.load(ctx, l.scopeOf(p.Run))
 		return err
@@ -551,7 +559,7 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, cands []cand
 	}
 	vecs, err := l.store.Embedder.Embed(ctx, texts)
 	if err != nil {
-		return res, fmt.Errorf("observations: embed: %w", err)
+		return res, &core.WriteError{Layer: l.opts.ID, Item: fmt.Sprintf("%d observation(s)", len(texts)), Err: fmt.Errorf("observations: embed: %w", err)}
 	}
 	if len(vecs) != len(cands) {
 		return res, fmt.Errorf("observations: embed: %w: %d vectors for %d texts", embed.ErrBadResponse, len(vecs), len(cands))
@@ -597,7 +605,7 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, cands []cand
 		recs = append(recs, *pending[id])
 	}
 	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
-		return Result{}, fmt.Errorf("observations: write: %w", err)
+		return Result{}, &core.WriteError{Layer: l.opts.ID, Item: strings.Join(order, ", "), Err: fmt.Errorf("observations: write: %w", err)}
 	}
 	if m != nil {
 		for _, r := range recs {

@@ -153,6 +153,11 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 	}
 	hooks := core.Hooks[State]{
 		Init: func(ctx context.Context, p core.InitParams) (State, error) {
+			if p.ClaimedThread {
+				if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.id, p.Run); err != nil {
+					return State{}, fmt.Errorf("scratchpad: %w", err)
+				}
+			}
 			return l.load(ctx, p.Run)
 		},
 		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
@@ -327,18 +332,18 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 	if len(texts) > 0 {
 		vecs, err := l.store.Embedder.Embed(ctx, texts)
 		if err != nil {
-			return State{}, "", fmt.Errorf("scratchpad: embed notes: %w", err)
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "notes " + strings.Join(set, ", "), Err: fmt.Errorf("scratchpad: embed notes: %w", err)}
 		}
 		for i := range recs {
 			recs[i].Vector = vecs[i]
 		}
 		if err := l.store.Records.Upsert(ctx, recs...); err != nil {
-			return State{}, "", fmt.Errorf("scratchpad: write notes: %w", err)
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "notes " + strings.Join(set, ", "), Err: fmt.Errorf("scratchpad: write notes: %w", err)}
 		}
 	}
 	if len(delIDs) > 0 {
 		if err := l.store.Records.Delete(ctx, delIDs...); err != nil {
-			return State{}, "", fmt.Errorf("scratchpad: delete notes: %w", err)
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "deletion of notes " + strings.Join(del, ", "), Err: fmt.Errorf("scratchpad: delete notes: %w", err)}
 		}
 	}
 	notes := make(map[string]note, final)

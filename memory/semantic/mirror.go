@@ -26,6 +26,12 @@ type mirror struct {
 	threads map[string][]*entry // each in (created, seq, id) order
 	nextSeq map[string]int64
 	lex     *lexical.Index
+	// unstored are appended messages whose record the collection has not
+	// confirmed, in append order. They are not in byID (nothing ranks or
+	// renders a message that is not stored, and no embedding pass can
+	// take one for a message deleted elsewhere) and are written again at
+	// every write hook until the collection takes them.
+	unstored []*entry
 
 	// embedMu serialises embedding passes so two hooks (a store that
 	// outlived its timeout and the next recall) never embed the same
@@ -46,15 +52,59 @@ func (l *Layer) newMirror(run core.RunInfo) *mirror {
 		nextSeq: map[string]int64{}, lex: ix}
 }
 
-// scopeFilter selects this session's records, of both kinds.
+// scopeFilter selects this session's records, of both kinds. A thread of
+// a resource is selected by both keys: another resource's thread of the
+// same name is never read.
 func (m *mirror) scopeFilter() vectorstore.Filter {
-	f := vectorstore.Filter{Layer: m.l.o.ID}
-	if m.l.o.Scope == core.ScopeResource {
-		f.Resource = m.run.ResourceID
-	} else {
+	f := vectorstore.Filter{Layer: m.l.o.ID, Resource: m.run.ResourceID}
+	if m.l.o.Scope != core.ScopeResource {
 		f.Thread = m.run.ThreadID
 	}
 	return f
+}
+
+// foreign reports a record of a thread of some resource loaded by a run of
+// no resource: an empty filter field matches any value, so the filter
+// alone cannot exclude it.
+func (m *mirror) foreign(r *vectorstore.Record) bool {
+	return m.run.ResourceID == "" && r.Scope.Resource != ""
+}
+
+// storeUnstoredLocked writes the unstored messages in one batch and, once
+// the collection confirms them, adds them to the mirror. The error, a
+// *core.WriteError naming the messages, is what the hook returns: the
+// session method that called it does not acknowledge them.
+func (m *mirror) storeUnstoredLocked(ctx context.Context) error {
+	if len(m.unstored) == 0 {
+		return nil
+	}
+	recs := make([]vectorstore.Record, len(m.unstored))
+	for i, e := range m.unstored {
+		recs[i] = e.record(m.l.o.ID, m.l.placeholder, EmbeddingPending)
+	}
+	if err := m.l.store.Records.Upsert(ctx, recs...); err != nil {
+		ids := make([]string, len(m.unstored))
+		for i, e := range m.unstored {
+			ids[i] = e.id
+		}
+		item := fmt.Sprintf("message %s", ids[0])
+		if len(ids) > 1 {
+			item = fmt.Sprintf("%d messages (%s)", len(ids), strings.Join(ids, ", "))
+		}
+		return &core.WriteError{Layer: m.l.o.ID, Item: item, Err: err}
+	}
+	for _, e := range m.unstored {
+		m.addLocked(e)
+	}
+	m.unstored = nil
+	return nil
+}
+
+// storeUnstored is storeUnstoredLocked for the hooks that do not hold mu.
+func (m *mirror) storeUnstored(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.storeUnstoredLocked(ctx)
 }
 
 // load reads every record of the scope and builds the index.
@@ -65,6 +115,9 @@ func (m *mirror) load(ctx context.Context) error {
 	for r, err := range m.l.store.Records.All(ctx, opts) {
 		if err != nil {
 			return fmt.Errorf("semantic: load records: %w", err)
+		}
+		if m.foreign(&r) {
+			continue
 		}
 		if r.Kind == KindContext {
 			ctxs = append(ctxs, r)

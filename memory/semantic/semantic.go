@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/memory/lexical"
 )
 
@@ -100,9 +101,12 @@ func (l *Layer) Layer() core.Layer[State] {
 		// it changes nearly every turn. Anchored, it would either pin a
 		// stale recall or publish a supersede each turn; after history it
 		// costs only its own tokens.
-		Placement:   core.PlacementLive,
-		Timeouts:    l.o.Timeouts,
-		OnInitError: l.o.OnInitError,
+		Placement: core.PlacementLive,
+		// Its hooks write message records: one that times out leaves
+		// them unconfirmed, and the session method says so.
+		WritesRecords: true,
+		Timeouts:      l.o.Timeouts,
+		OnInitError:   l.o.OnInitError,
 		Hooks: core.Hooks[State]{
 			Init:         l.init,
 			OnItemAppend: l.onItemAppend,
@@ -119,6 +123,11 @@ func (l *Layer) Layer() core.Layer[State] {
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
+	if p.ClaimedThread {
+		if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.o.ID, p.Run); err != nil {
+			return State{}, fmt.Errorf("semantic: %w", err)
+		}
+	}
 	m := l.newMirror(p.Run)
 	if err := m.load(ctx); err != nil {
 		return State{}, err
@@ -152,17 +161,22 @@ func (l *Layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.byID[e.id]; old != nil && old.text == e.text && old.role == e.role {
-		return nil, nil // the same message appended again: already stored
+		// The same message appended again: already stored (but an
+		// earlier one may still wait for the collection).
+		return nil, m.storeUnstoredLocked(ctx)
+	}
+	for _, u := range m.unstored {
+		if u.id == e.id && u.text == e.text && u.role == e.role {
+			return nil, m.storeUnstoredLocked(ctx) // already waiting
+		}
 	}
 	e.seq = m.nextSeq[e.thread]
+	m.nextSeq[e.thread] = e.seq + 1
 	// The record must hold the time the collection will store, so the
 	// mirror's order matches a reload's.
 	e.created = e.created.Truncate(time.Microsecond)
-	if err := l.store.Records.Upsert(ctx, e.record(l.o.ID, l.placeholder, EmbeddingPending)); err != nil {
-		return nil, fmt.Errorf("semantic: store message: %w", err)
-	}
-	m.addLocked(e)
-	return nil, nil
+	m.unstored = append(m.unstored, e)
+	return nil, m.storeUnstoredLocked(ctx)
 }
 
 // storeHook embeds what the model call just recorded (and anything still
@@ -170,6 +184,9 @@ func (l *Layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]
 func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
 	if p.State.m == nil {
 		return nil, ErrNotInitialised
+	}
+	if err := p.State.m.storeUnstored(ctx); err != nil {
+		return nil, err
 	}
 	if l.o.Mode == ModeLexical {
 		// Vectors are still computed, at the end of the run, so the mode
@@ -183,6 +200,9 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 func (l *Layer) onComplete(ctx context.Context, p core.CompleteParams[State]) (*State, error) {
 	if p.State.m == nil {
 		return nil, ErrNotInitialised
+	}
+	if err := p.State.m.storeUnstored(ctx); err != nil {
+		return nil, err
 	}
 	return nil, p.State.m.flush(ctx)
 }

@@ -344,6 +344,9 @@ func (l *Layer) Layer() core.Layer[State] {
 		Timeouts:  l.opts.Timeouts,
 		Functions: []core.Function[State]{record, asOf},
 		Merge:     mergeState,
+		// Facts are records: a write hook that times out leaves them
+		// unconfirmed, and the session method says so.
+		WritesRecords: true,
 		Hooks: core.Hooks[State]{
 			Init:         l.init,
 			Recall:       l.recall,
@@ -441,6 +444,11 @@ func (l *Layer) Record(ctx context.Context, scope vectorstore.Scope, at time.Tim
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
+	if p.ClaimedThread {
+		if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.opts.ID, p.Run); err != nil {
+			return State{}, fmt.Errorf("temporal: %w", err)
+		}
+	}
 	return layerkit.InitState(p.Stored, func(st *State) (err error) {
 		st.m, err = l.load(ctx, l.scopeOf(p.Run))
 		return err
@@ -913,7 +921,7 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, ins []pendin
 	if len(texts) > 0 {
 		vecs, err := l.store.Embedder.Embed(ctx, texts)
 		if err != nil {
-			return Result{}, fmt.Errorf("temporal: embed: %w", err)
+			return Result{}, &core.WriteError{Layer: l.opts.ID, Item: fmt.Sprintf("%d fact(s)", len(texts)), Err: fmt.Errorf("temporal: embed: %w", err)}
 		}
 		if len(vecs) != len(texts) {
 			return Result{}, fmt.Errorf("temporal: embed: %d vectors for %d texts", len(vecs), len(texts))
@@ -933,7 +941,7 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, ins []pendin
 		recs = append(recs, c.rec)
 	}
 	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
-		return Result{}, fmt.Errorf("temporal: write: %w", err)
+		return Result{}, &core.WriteError{Layer: l.opts.ID, Item: factIDs(recs), Err: fmt.Errorf("temporal: write: %w", err)}
 	}
 	if m != nil {
 		for _, c := range written {
@@ -1014,4 +1022,13 @@ func fromRecord(r vectorstore.Record) Fact {
 	}
 	_ = json.Unmarshal([]byte(r.Metadata[MetaSources]), &f.Sources)
 	return f
+}
+
+// factIDs lists the ids of records for an error message.
+func factIDs(recs []vectorstore.Record) string {
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	return strings.Join(ids, ", ")
 }

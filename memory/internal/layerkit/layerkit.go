@@ -126,14 +126,20 @@ func InitState[S any](stored []byte, load func(*S) error) (S, error) {
 // Scoped is the record scope of a run for a layer whose scope is thread,
 // resource or global, with the key that scope contributes to record ids
 // and the filter that selects the layer's records of one kind in it. A
-// thread-scoped record also names its resource (memctl can list by it),
-// but the thread alone keys it, as it keys core's thread state.
+// thread-scoped record names its resource too, and a thread of a resource
+// is keyed and selected by both (DESIGN decision 11): two resources that
+// name a thread alike never share a record, even where no binding of the
+// thread is shared.
 func Scoped(layer, kind string, scope core.Scope, run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
 	f := vectorstore.Filter{Layer: layer, Kind: kind, Metadata: map[string]string{"scope": string(scope)}}
 	switch scope {
 	case core.ScopeThread:
-		f.Thread = run.ThreadID
-		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, "thread\x00" + run.ThreadID, f
+		f.Thread, f.Resource = run.ThreadID, run.ResourceID
+		key := "thread\x00" + run.ThreadID
+		if run.ResourceID != "" {
+			key = "thread\x00" + run.ResourceID + "\x00" + run.ThreadID
+		}
+		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, key, f
 	case core.ScopeResource:
 		f.Resource = run.ResourceID
 		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
@@ -150,16 +156,17 @@ func RecordID(kind, layer, scopeKey, key string) string {
 }
 
 // ThreadOrResource is the record scope of a run for a layer scoped to the
-// thread or the resource.
+// thread or the resource. A thread's records name its resource too.
 func ThreadOrResource(scope core.Scope, run core.RunInfo) vectorstore.Scope {
 	if scope == core.ScopeResource {
 		return vectorstore.Scope{Resource: run.ResourceID}
 	}
-	return vectorstore.Scope{Thread: run.ThreadID}
+	return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}
 }
 
 // CheckScope normalises a scope given to a layer's Go API to the part the
-// layer's scope uses; naming none is an error wrapping sentinel.
+// layer's scope uses; naming none is an error wrapping sentinel. A thread
+// scope keeps its resource: a thread of a resource is keyed by both.
 func CheckScope(layer string, scope core.Scope, s vectorstore.Scope, sentinel error) (vectorstore.Scope, error) {
 	if scope == core.ScopeResource {
 		if s.Resource == "" {
@@ -170,7 +177,34 @@ func CheckScope(layer string, scope core.Scope, s vectorstore.Scope, sentinel er
 	if s.Thread == "" {
 		return s, fmt.Errorf("%w: layer %q is thread-scoped: Scope.Thread is empty", sentinel, layer)
 	}
-	return vectorstore.Scope{Thread: s.Thread}, nil
+	return vectorstore.Scope{Thread: s.Thread, Resource: s.Resource}, nil
+}
+
+// AdoptThreadRecords gives the run's resource the layer's records of the
+// run's thread that name no resource: what an earlier version wrote for a
+// thread before threads were keyed by resource. Layers call it from Init
+// when InitParams.ClaimedThread says the run has just bound the thread,
+// so it runs once per thread. It returns how many records it adopted.
+func AdoptThreadRecords(ctx context.Context, col *vectorstore.Collection, layer string, run core.RunInfo) (int, error) {
+	if run.ThreadID == "" || run.ResourceID == "" {
+		return 0, nil
+	}
+	var adopt []vectorstore.Record
+	for r, err := range col.All(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Layer: layer, Thread: run.ThreadID}, Limit: 1000, WithVectors: true}) {
+		if err != nil {
+			return 0, fmt.Errorf("adopt the thread's records: %w", err)
+		}
+		if r.Scope.Resource == "" {
+			r.Scope.Resource = run.ResourceID
+			adopt = append(adopt, r)
+		}
+	}
+	for lo := 0; lo < len(adopt); lo += 500 {
+		if err := col.Upsert(ctx, adopt[lo:min(len(adopt), lo+500)]...); err != nil {
+			return lo, fmt.Errorf("adopt the thread's records: %w", err)
+		}
+	}
+	return len(adopt), nil
 }
 
 // SourceID names the item at log index idx: its own id, else
