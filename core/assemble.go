@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stratamem/strata/projector"
+	"github.com/stratamem/strata/tokens"
 )
 
 // View is one assembled model input: the items band by band, with what
@@ -151,12 +154,36 @@ type Usage struct {
 	// because the token budget could not hold them (LayerUsage.Dropped
 	// per layer, with a diagnostic).
 	LayerDropped int
+	// UserMessageCut reports the newest user message when the view could
+	// not hold it whole and it was cut to fit (with a KindOverBudget
+	// diagnostic); nil when it was shown whole.
+	UserMessageCut *MessageCut
 	// Diagnostics are the hook failures of this assembly and of the calls
 	// since the previous one.
 	Diagnostics []Diagnostic
 	// Epoch describes the cache epoch; nil when anchoring is disabled.
 	Epoch *EpochUsage
 }
+
+// MessageCut reports a message cut to fit the view's token budget.
+type MessageCut struct {
+	// Tokens is the message's size in the log, Shown the size of its cut
+	// form in the view, marker included.
+	Tokens, Shown int
+}
+
+// BudgetError is returned by Assemble when the token budget cannot hold
+// the newest user message even cut (the system prompt, tail and layers
+// leave less room than the cut marker takes); errors.Is(err,
+// ErrOverBudget) matches it. Its fields name the sizes.
+type BudgetError = projector.BudgetError
+
+// ErrOverBudget is wrapped by a *BudgetError.
+var ErrOverBudget = projector.ErrOverBudget
+
+// cutMarker is what a message cut to fit the budget says where its middle
+// was: a model reading it knows the message was longer, and by how much.
+const cutMarker = "\n[… %d tokens cut: the message was longer than the context budget]\n"
 
 // Layer returns the usage of the layer with id, or nil.
 func (u *Usage) Layer(id string) *LayerUsage {
@@ -172,8 +199,21 @@ func (u *Usage) Layer(id string) *LayerUsage {
 // the view in bands. Anchored layers serve the epoch's pinned bytes; those
 // whose fresh output drifted are published in one context-updates message
 // after the live band. A failing recall contributes nothing this turn (a
-// diagnostic says why); only a projection that cannot hold the system
-// prompt fails.
+// diagnostic says why).
+//
+// Under a Policy, history that does not fit is dropped oldest first, but
+// the newest user message, the one being answered, never silently: when
+// it does not fit it keeps its place at the front of the history band,
+// and when it is too large by itself it is cut to fit, its head and tail
+// kept around a marker saying how many tokens were cut (the log keeps it
+// whole). Usage.UserMessageCut and a KindOverBudget diagnostic report the
+// cut; the same state cuts to the same bytes. It takes the room the items
+// after it leave, or half of the history's room when those would fill it,
+// so that the newest tool results of a long turn stay visible too. (A
+// sliding window or a summary that leaves it out stands: that is the
+// policy's choice.) Assemble fails only when the projection cannot hold
+// the system prompt and tail (projector.ErrSystemOverBudget), or cannot
+// hold even the cut message (a *BudgetError, ErrOverBudget).
 func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	if s.disposed {
 		return nil, ErrDisposed
@@ -223,8 +263,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		arr = reanchor(ReasonHistoryCut)
 		history, firstUpdate, _ = s.withUpdates(logHistory, start)
 	}
-	in := projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates, Tail: arr.tail}
-	pv, err := projector.Assemble(in, rt.policy)
+	pv, err := projector.Assemble(s.projectorInput(history, arr), rt.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +279,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	}
 	if reanchored && (pv.UpdatesDropped || firstUpdate >= 0) {
 		history, firstUpdate, _ = s.withUpdates(logHistory, start)
-		in = projector.Input[Item]{System: rt.system, Anchor: arr.anchor, History: history, Live: arr.live, Updates: arr.updates, Tail: arr.tail}
-		if pv, err = projector.Assemble(in, rt.policy); err != nil {
+		if pv, err = projector.Assemble(s.projectorInput(history, arr), rt.policy); err != nil {
 			return nil, err
 		}
 	}
@@ -276,6 +314,12 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		}
 	}
 	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped}
+	if c := pv.Cut; c != nil {
+		usage.UserMessageCut = &MessageCut{Tokens: c.Tokens, Shown: c.Shown}
+		s.diagnose("_strata", "assemble", KindOverBudget, fmt.Errorf(
+			"the newest user message (%d tokens) was cut to %d tokens, marker included: the view's token budget could not hold it whole",
+			c.Tokens, c.Shown))
+	}
 	anchorAfter := sumTokens(arr.anchor)
 	for k, inst := range s.insts {
 		spec := inst.spec()
@@ -345,6 +389,114 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	s.turn++
 	s.recordAssembly(ctx, view)
 	return view, nil
+}
+
+// projectorInput is the projection of one assembly: the bands, and the
+// newest user message as the history entry the view must keep, cut by
+// cutEntry when it is too large.
+func (s *Session) projectorInput(history []projector.Entry[Item], arr arrangement) projector.Input[Item] {
+	return projector.Input[Item]{System: s.rt.system, Anchor: arr.anchor, History: history, Live: arr.live,
+		Updates: arr.updates, Tail: arr.tail, Keep: isUserMessage, Cut: s.rt.cutEntry}
+}
+
+func isUserMessage(e projector.Entry[Item]) bool {
+	return e.Item.Type == TypeMessage && e.Item.Role == RoleUser
+}
+
+// cutEntry cuts a message to at most n tokens as the runtime counts them
+// (projector.Input.Cut): one text part holding the head and the tail of
+// its text around cutMarker. Head and tail get half the room each, since
+// a long message commonly says what it wants at its start ("summarise
+// this:") or at its end, after what it pasted ("why does this fail?").
+func (rt *Runtime) cutEntry(e projector.Entry[Item], n int) (projector.Entry[Item], bool) {
+	text, ok := cutText(rt.counter, e.Item.Text(), n-ItemOverhead)
+	if !ok {
+		return e, false
+	}
+	it := e.Item
+	part := Part{Type: "input_text", Text: text}
+	if len(it.Content) > 0 {
+		part.Type = it.Content[0].Type
+	}
+	it.Content = []Part{part}
+	cut := rt.entry(it)
+	return cut, cut.Tokens <= n
+}
+
+// cutText returns text cut to at most room tokens: its longest head and
+// tail of about room/2 tokens each, on rune boundaries, joined by
+// cutMarker. ok is false when room cannot hold the marker. A BPE count is
+// not additive (tokens can merge across the joins), so the whole is
+// counted again and the parts shrunk until it fits. Deterministic.
+func cutText(tk tokens.Tokenizer, text string, room int) (string, bool) {
+	total := tk.Count(text)
+	if total <= room {
+		return text, true
+	}
+	// The marker for the largest number it can show bounds its size.
+	budget := room - tk.Count(fmt.Sprintf(cutMarker, total))
+	for try := 0; budget >= 0 && try < 8; try++ {
+		head := text[:prefixWithin(tk, text, (budget+1)/2)]
+		rest := text[len(head):]
+		tail := rest[len(rest)-suffixWithin(tk, rest, budget-tk.Count(head)):]
+		out := head + fmt.Sprintf(cutMarker, max(0, total-tk.Count(head)-tk.Count(tail))) + tail
+		over := tk.Count(out) - room
+		if over <= 0 {
+			return out, true
+		}
+		budget -= over
+	}
+	if out := fmt.Sprintf(cutMarker, total); tk.Count(out) <= room {
+		return out, true
+	}
+	return "", false
+}
+
+// prefixWithin is the byte length of the longest head of text, ending on
+// a rune boundary, of at most budget tokens. The search range grows from
+// a guess, so a huge text costs counts of about the head's size only.
+func prefixWithin(tk tokens.Tokenizer, text string, budget int) int {
+	if budget <= 0 {
+		return 0
+	}
+	fits := func(i int) bool { return tk.Count(text[:runeFloor(text, i)]) <= budget }
+	hi := min(len(text), 8*budget+8)
+	for hi < len(text) && fits(hi) {
+		hi = min(len(text), 2*hi)
+	}
+	return runeFloor(text, sort.Search(hi+1, func(i int) bool { return !fits(i) })-1)
+}
+
+// suffixWithin is the byte length of the longest tail of text, starting
+// on a rune boundary, of at most budget tokens.
+func suffixWithin(tk tokens.Tokenizer, text string, budget int) int {
+	if budget <= 0 {
+		return 0
+	}
+	start := func(l int) int { return runeCeil(text, len(text)-l) }
+	fits := func(l int) bool { return tk.Count(text[start(l):]) <= budget }
+	hi := min(len(text), 8*budget+8)
+	for hi < len(text) && fits(hi) {
+		hi = min(len(text), 2*hi)
+	}
+	return len(text) - start(sort.Search(hi+1, func(l int) bool { return !fits(l) })-1)
+}
+
+// runeFloor moves i back to the start of the rune it falls in.
+func runeFloor(text string, i int) int {
+	for i > 0 && i < len(text) && !utf8.RuneStart(text[i]) {
+		i--
+	}
+	return max(i, 0)
+}
+
+// runeCeil moves i forward to the start of the next rune, if it falls
+// inside one.
+func runeCeil(text string, i int) int {
+	for i > 0 && i < len(text) && !utf8.RuneStart(text[i]) {
+		i++
+	}
+	return max(i, 0)
 }
 
 func sumTokens(entries []projector.Entry[Item]) int {

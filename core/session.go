@@ -552,6 +552,11 @@ func (s *Session) CallFunction(ctx context.Context, call Item) (Item, error) {
 				// stack are for the diagnostics, not the model.
 				msg = "the function failed unexpectedly"
 			}
+			if errors.Is(err, ErrNotStored) {
+				// The model reads that nothing was kept; the host gets
+				// the error (acknowledged means stored).
+				return FunctionCallOutput(call.CallID, "error: not saved, the memory store failed: "+msg), err
+			}
 			return FunctionCallOutput(call.CallID, "error: "+msg), nil
 		}
 		return FunctionCallOutput(call.CallID, "error: the call could not be applied"), err

@@ -16,6 +16,7 @@ import (
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/chromem"
+	"github.com/stratamem/strata/vectorstore/faulty"
 )
 
 // Dimension of the hashing embedder used by NewStore.
@@ -48,4 +49,20 @@ func NewStore(t testing.TB, dir string, clock *Clock) *memory.Store {
 		s.Now = clock.Now
 	}
 	return s
+}
+
+// NewFaultyStore is NewStore with a fault injector between the collection
+// and its chromem driver: the returned *faulty.Collection makes the
+// store's writes or reads fail, or stall, on demand. Every memory layer's
+// failure tests use it.
+func NewFaultyStore(t testing.TB, dir string, clock *Clock) (*memory.Store, *faulty.Collection) {
+	t.Helper()
+	s := NewStore(t, dir, clock)
+	col, fc, err := faulty.WrapCollection(s.Records, &vectorstore.Options{Dimension: Dimension})
+	if err != nil {
+		t.Fatalf("memtest: wrap collection: %v", err)
+	}
+	t.Cleanup(func() { _ = col.Close() })
+	s.Records = col
+	return s, fc
 }
