@@ -3,6 +3,7 @@ package entity
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 	"math"
 	"strconv"
 	"strings"
@@ -61,6 +62,9 @@ func parseUpdate(raw string) ([]entityUpdate, error) {
 	fields, err := jsonargs.Fields(raw, MaxArgumentBytes, usage, ErrInvalidUpdate, "entities")
 	if err != nil {
 		return nil, err
+	}
+	if err := layerkit.CheckArguments(raw); err != nil {
+		return nil, argErrorf("%v", err)
 	}
 	rawList, ok := fields["entities"]
 	if !ok || jsonargs.IsNull(rawList) {

@@ -512,6 +512,9 @@ func canonical(s string) string {
 }
 
 func newCandidate(text string, importance int, sources []string, origin string) (candidate, error) {
+	// Function arguments with controls were refused already; what an
+	// extractor read from the conversation loses them.
+	text = layerkit.StripControls(text)
 	if !utf8.ValidString(text) || strings.IndexByte(text, 0) >= 0 {
 		return candidate{}, errors.New("text: not valid UTF-8 or contains a NUL byte")
 	}

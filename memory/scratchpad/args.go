@@ -3,6 +3,7 @@ package scratchpad
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 	"maps"
 	"slices"
 	"sort"
@@ -23,6 +24,9 @@ func parseUpdate(raw string) (update, error) {
 	fields, err := jsonargs.Fields(raw, MaxArgumentBytes, usage, ErrInvalidUpdate, "set", "delete")
 	if err != nil {
 		return update{}, err
+	}
+	if err := layerkit.CheckArguments(raw); err != nil {
+		return update{}, argErrorf("%v", err)
 	}
 	u := update{set: map[string]string{}}
 	if rawSet, ok := fields["set"]; ok && !jsonargs.IsNull(rawSet) {

@@ -710,6 +710,9 @@ type pending struct {
 // field, for the model.
 func (l *Layer) resolve(in Input, at time.Time, sources []string, origin string) (pending, error) {
 	clean := func(field, s string, max int) (string, error) {
+		// Function arguments with controls were refused already; what an
+		// extractor read from the conversation loses them.
+		s = layerkit.StripControls(s)
 		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 			return "", fmt.Errorf("%s: not valid UTF-8 or contains a NUL byte", field)
 		}

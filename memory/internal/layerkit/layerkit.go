@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stratamem/strata/core"
@@ -263,6 +265,9 @@ func Function[S, A any](name, fullName, description string, maxBytes int, call f
 		if _, err := validate(ctx, p); err != nil {
 			return core.FunctionResult[S]{}, err
 		}
+		if err := CheckArguments(p.Arguments); err != nil {
+			return core.FunctionResult[S]{}, &core.ArgumentError{Function: fullName, Err: err}
+		}
 		return call(ctx, p)
 	}
 	return f
@@ -308,4 +313,84 @@ func (m *Mirror[T]) Values() []T {
 		out = append(out, v)
 	}
 	return out
+}
+
+// CheckText is the memory layers' one rule for text a model or a caller
+// gives them: valid UTF-8 with no control character but newline and tab.
+// ESC, BEL and the other C0 and C1 controls mean nothing in a memory, and
+// a tool that prints the record (memctl, a log viewer) would let them
+// drive the operator's terminal. Its error is worded for the model.
+func CheckText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("not valid UTF-8")
+	}
+	for _, r := range s {
+		if r == 0 {
+			return errors.New("contains a NUL byte (U+0000), a control character: write plain text")
+		}
+		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+			return fmt.Errorf("contains the control character %U: write plain text", r)
+		}
+	}
+	return nil
+}
+
+// StripControls is CheckText's rule for text the layers extract from the
+// conversation themselves: the controls it refuses are removed (invalid
+// UTF-8 is replaced), since refusing would lose what the user said.
+func StripControls(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexFunc(s, func(r rune) bool { return r != '\n' && r != '\t' && unicode.IsControl(r) }) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// CheckArguments applies CheckText to every string of a function call's
+// JSON arguments, object keys included, and names the first offending
+// path ("facts[0].value"). Arguments that are not JSON are left to the
+// caller's decoder.
+func CheckArguments(raw string) error {
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return nil
+	}
+	return checkValue("", v)
+}
+
+func checkValue(path string, v any) error {
+	switch x := v.(type) {
+	case string:
+		if err := CheckText(x); err != nil {
+			if path == "" {
+				path = "arguments"
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkValue(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if err := CheckText(k); err != nil {
+				return fmt.Errorf("%s (a key): %w", p, err)
+			}
+			if err := checkValue(p, x[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
