@@ -78,6 +78,11 @@ type State struct {
 type note struct {
 	value   string
 	updated time.Time
+	// ids are the records the note was read from when they are not (only)
+	// its own id: written by an earlier version, whose ids did not name
+	// the thread's resource, or duplicated from outside. The next write
+	// of the key replaces them, its delete removes them.
+	ids []string
 }
 
 // Get returns the value of key.
@@ -266,10 +271,15 @@ func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 		if t, err := time.Parse(time.RFC3339Nano, rec.Metadata["updated"]); err == nil {
 			updated = t.UTC()
 		}
-		if old, ok := st.notes[key]; ok && old.updated.After(updated) {
-			continue // a duplicate made from outside: the newer wins
+		old, dup := st.notes[key]
+		ids := append(old.ids, rec.ID)
+		if dup && old.updated.After(updated) {
+			// A duplicate made from outside: the newer wins.
+			old.ids = ids
+			st.notes[key] = old
+			continue
 		}
-		st.notes[key] = note{value: value, updated: updated}
+		st.notes[key] = note{value: value, updated: updated, ids: ids}
 	}
 	return st, nil
 }
@@ -308,11 +318,18 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 	)
 	for _, k := range sortedKeys(u.set) {
 		v := u.set[k]
-		if old, ok := st.notes[k]; ok && old.value == v {
+		id := l.recordID(scopeKey, k)
+		old, ok := st.notes[k]
+		if ok && old.value == v && (len(old.ids) == 0 || len(old.ids) == 1 && old.ids[0] == id) {
 			unchanged = append(unchanged, k)
 			continue
 		}
 		set = append(set, k)
+		for _, oid := range old.ids {
+			if oid != id {
+				delIDs = append(delIDs, oid)
+			}
+		}
 		text := k + ": " + v
 		recs = append(recs, vectorstore.Record{
 			ID: l.recordID(scopeKey, k), Layer: l.id, Kind: KindNote, Scope: recScope, Text: text,
@@ -328,6 +345,11 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 		}
 		del = append(del, k)
 		delIDs = append(delIDs, l.recordID(scopeKey, k))
+		for _, oid := range st.notes[k].ids {
+			if oid != l.recordID(scopeKey, k) {
+				delIDs = append(delIDs, oid)
+			}
+		}
 	}
 	if len(texts) > 0 {
 		vecs, err := l.store.Embedder.Embed(ctx, texts)
@@ -351,7 +373,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 		notes[k] = n
 	}
 	for _, k := range set {
-		notes[k] = note{value: u.set[k], updated: now}
+		notes[k] = note{value: u.set[k], updated: now, ids: []string{l.recordID(scopeKey, k)}}
 	}
 	for _, k := range del {
 		delete(notes, k)
