@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,7 +56,25 @@ func (s *Session) rev(k storage.Key) int64 {
 func (s *Session) setRev(k storage.Key, rev int64) {
 	s.revsMu.Lock()
 	s.revs[k] = rev
+	delete(s.seen, k)
 	s.revsMu.Unlock()
+}
+
+// setSeen records the revision of k and the bytes it holds.
+func (s *Session) setSeen(k storage.Key, rev int64, value []byte) {
+	s.revsMu.Lock()
+	s.revs[k] = rev
+	s.seen[k] = value
+	s.revsMu.Unlock()
+}
+
+// unchanged reports whether value is what the revision this session last
+// saw of k holds.
+func (s *Session) unchanged(k storage.Key, value []byte) bool {
+	s.revsMu.Lock()
+	defer s.revsMu.Unlock()
+	old, ok := s.seen[k]
+	return ok && s.revs[k] != 0 && bytes.Equal(old, value)
 }
 
 func (l *layerStorage) key(name string) storage.Key {
@@ -75,7 +94,7 @@ func (l *layerStorage) Load(ctx context.Context, name string, v any) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	l.s.setRev(k, e.Revision)
+	l.s.setSeen(k, e.Revision, e.Value)
 	if err := json.Unmarshal(e.Value, v); err != nil {
 		return true, fmt.Errorf("core: decode %s: %w", k, err)
 	}
@@ -89,13 +108,19 @@ func (l *layerStorage) Save(ctx context.Context, name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("core: encode %s: %w", k, err)
 	}
+	// Saving what the store holds already changes nothing: no write, so
+	// no conflict with a run that wrote meanwhile (layers whose state
+	// holds nothing to persist save on every change of their records).
+	if l.s.unchanged(k, raw) {
+		return nil
+	}
 	// A value this session never read is expected to be absent: writing
 	// over a value it has not seen would be a blind overwrite.
 	rev, err := l.s.rt.store.Put(ctx, k, raw, l.s.rev(k))
 	if err != nil {
 		return err
 	}
-	l.s.setRev(k, rev)
+	l.s.setSeen(k, rev, raw)
 	return nil
 }
 

@@ -59,8 +59,11 @@ type Session struct {
 	// revs is the revision this session last saw of each stored value.
 	// revsMu guards it: a layer's Init may use its storage from the hook's
 	// goroutine.
-	revsMu   sync.Mutex
-	revs     map[storage.Key]int64
+	revsMu sync.Mutex
+	revs   map[storage.Key]int64
+	// seen holds the bytes of the revision in revs, so a save of an
+	// unchanged value is no write at all (and no conflict).
+	seen     map[storage.Key][]byte
 	last     *Usage
 	disposed bool
 
@@ -154,6 +157,7 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		parent: parent,
 		child:  parent != nil,
 		revs:   map[storage.Key]int64{},
+		seen:   map[storage.Key][]byte{},
 		states: make([]layerRun, len(rt.layers)),
 		stats:  make([]layerStats, len(rt.layers)),
 		callAt: map[string]int{}, verdict: map[string]callVerdict{}, applied: map[string]bool{},
