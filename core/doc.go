@@ -26,6 +26,35 @@
 // joined). An Init hook's Storage handle is revoked when the hook returns
 // or times out (ErrStorageRevoked).
 //
+// # Acknowledged means stored
+//
+// A hook failure is a diagnostic with one exception: a write its layer's
+// own store did not confirm. A layer that keeps records outside the state
+// store (the memory layers' vector collection) returns a *WriteError for
+// a record the store refused, and declares WritesRecords so that a write
+// hook that times out, is cancelled or panics counts as unconfirmed too.
+// Append, Record, Complete and CallFunction then return an error matching
+// ErrNotStored (errors.As gives the *WriteError naming layer and item)
+// instead of nil: a nil error means every layer holds what it keeps of the
+// items. The items stay in the run's log and the layers retry what they
+// hold unconfirmed at their next write, so a later nil means it is stored.
+// Saving state equal to what the store holds writes nothing, so sessions
+// of a layer whose state does not change never conflict.
+//
+// # Threads and resources
+//
+// With a ResourceID a thread belongs to that resource: thread-scoped state
+// (and the recorded assembly) is keyed by storage.ThreadScopeID(resource,
+// thread), and the memory layers' thread records name and are selected by
+// both, so two resources that both call a thread "main" never share a key.
+// The first run on a thread binds it to its resource (or to none) in the
+// runtime's store; Start refuses a run naming a bound thread with another
+// resource, or without one, with a *ThreadBoundError naming both. Thread
+// and resource ids may not hold control characters. State that an earlier
+// version kept under the bare thread id is moved to the new key by the run
+// that binds the thread, and the layers adopt that thread's records that
+// name no resource (InitParams.ClaimedThread).
+//
 // A recall that fails or times out leaves a pinned layer as it was: its
 // pin (and what was published since) stands, no update is published and
 // the turn is not counted in its churn. A live or tail layer contributes
