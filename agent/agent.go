@@ -166,6 +166,13 @@ func (r *Result) Text() string {
 // StopTruncated). A provider error ends the turn with that
 // error after the retries; what was recorded before stays consistent:
 // every function call in the log has its output.
+//
+// A tool output the model reads as success is one whose state change is
+// stored: core.Session.ExecuteTool re-runs a tool whose write to shared
+// state lost to another run, and when that keeps failing the output says
+// the change was not applied and the turn ends, after the round's calls
+// are answered, with a *core.ToolStateError (errors.Is(err,
+// storage.ErrConflict) for a conflict).
 func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (*Result, error) {
 	if err := s.Append(ctx, input...); err != nil {
 		return nil, err

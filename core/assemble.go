@@ -381,7 +381,13 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		usage.HistoryItems -= len(s.epoch.published)
 	}
 	usage.HistoryDropped = max(0, len(s.log)-usage.HistoryItems)
-	s.visible = max(0, len(s.log)-usage.HistoryItems)
+	shown := usage.HistoryItems
+	if pv.Kept >= 0 && pv.HistoryFrom > pv.Kept+1 {
+		// The newest user message kept ahead of a gap: Visible is a
+		// contiguous tail of the log, the part after the gap.
+		shown--
+	}
+	s.visible = max(0, len(s.log)-shown)
 	s.mu.Lock()
 	usage.Diagnostics = append([]Diagnostic(nil), s.diagnostics[diagFrom:]...)
 	s.mu.Unlock()

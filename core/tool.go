@@ -245,6 +245,11 @@ func (s *Session) applyDeclared(ctx context.Context, k int, call Item) (Item, er
 				if he.Kind == KindPanic {
 					msg = "the call failed unexpectedly"
 				}
+				if errors.Is(err, ErrNotStored) {
+					// As CallFunction: the model reads that nothing was
+					// kept, the host gets the error.
+					return FunctionCallOutput(call.CallID, "error: not saved, the memory store failed: "+msg), err
+				}
 				return FunctionCallOutput(call.CallID, "error: "+msg), nil
 			}
 			return FunctionCallOutput(call.CallID, "error: the call could not be applied"), err
@@ -313,7 +318,8 @@ const ToolConflictRetries = 3
 // ToolStateError reports a tool whose change to its state was not stored:
 // the write lost a compare-and-swap (errors.Is(err, storage.ErrConflict))
 // on every attempt, or failed otherwise. The call's output tells the model
-// the change was not applied; this error tells the host.
+// the change was not applied; this error tells the host. It matches
+// ErrNotStored and the write's own error.
 type ToolStateError struct {
 	// Tool is the tool's name, Layer the state whose write failed.
 	Tool  string
@@ -335,7 +341,8 @@ func (e *ToolStateError) Error() string {
 	return msg + ": " + e.Err.Error()
 }
 
-func (e *ToolStateError) Unwrap() error { return e.Err }
+// Unwrap lets errors.Is match ErrNotStored and the write's error.
+func (e *ToolStateError) Unwrap() []error { return []error{ErrNotStored, e.Err} }
 
 // ExecuteTool runs a call to a provided layer function or to one of the
 // runtime's tools and returns the function_call_output to record. Bad
@@ -354,10 +361,14 @@ func (e *ToolStateError) Unwrap() error { return e.Err }
 // stored state and the tool is run again on it, up to ToolConflictRetries
 // times; a tool's Execute must therefore be safe to re-run: a function of
 // its arguments and the state it reads, with any outside effect
-// idempotent. When the retries run out, or a write fails otherwise, the
-// output says that the change was not applied and the error is a
-// *ToolStateError (errors.Is(err, storage.ErrConflict) for a conflict).
-// Each lost attempt is also a KindConflict diagnostic.
+// idempotent. When the retries run out the output says that the change
+// was not applied; when a write fails otherwise (the store is down), that
+// it is not saved. Either way the error is a *ToolStateError
+// (errors.Is(err, ErrNotStored); errors.Is(err, storage.ErrConflict) for
+// a conflict). Each lost attempt is also a
+// KindConflict diagnostic. A tool that fails with an error matching
+// ErrNotStored (a write of its own its store did not confirm) has that
+// error returned with its output, as CallFunction does.
 //
 // A declared call (Layer.CallNames) is applied here, by its layer's Store
 // hook, when a layer of the session can deny calls (Record withheld it);
@@ -410,13 +421,18 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 			if kind == KindPanic {
 				msg = "the tool failed unexpectedly"
 			}
+			if errors.Is(err, ErrNotStored) {
+				// The tool says a write of its own was not stored: the
+				// host must hear it, not only the model.
+				return FunctionCallOutput(call.CallID, "error: not saved, the store failed: "+msg), err
+			}
 			return FunctionCallOutput(call.CallID, "error: "+msg), nil
 		}
-		applied, failed, err := s.storeToolWrites(ctx, tc)
+		applied, failed, rerun, err := s.storeToolWrites(ctx, tc)
 		if err == nil {
 			return FunctionCallOutput(call.CallID, out), nil
 		}
-		if errors.Is(err, storage.ErrConflict) && len(applied) == 0 && attempt <= ToolConflictRetries && ctx.Err() == nil {
+		if rerun && attempt <= ToolConflictRetries && ctx.Err() == nil {
 			continue // nothing changed: run it again on the stored state
 		}
 		serr := &ToolStateError{Tool: call.Name, Layer: failed, Attempts: attempt, Applied: applied, Err: err}
@@ -425,12 +441,16 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 }
 
 // storeToolWrites stores a tool's buffered writes, durable states first in
-// the order the tool set them, then the execution-scoped ones, and stops
-// at the first failure: a durable write that loses its compare-and-swap
-// then leaves everything as it was, so the tool can be re-run, and no
-// in-memory state holds the half of a change. It returns the states
-// stored before the failure and the one that failed.
-func (s *Session) storeToolWrites(ctx context.Context, tc *sessionToolContext) (applied []string, failed string, err error) {
+// the order the tool set them, then the execution-scoped ones. A durable
+// write that loses its compare-and-swap stops it: that state now holds the
+// other run's value, and nothing of this attempt is applied when it is the
+// first, so the tool can be re-run, and no in-memory state holds half of
+// a change. A write that fails otherwise (the store is down: the state
+// keeps the change and saves it at its next write, see ErrNotStored) does
+// not stop the others. It returns the states stored, the first that
+// failed, whether the tool can be re-run (the first write lost a
+// conflict, so nothing of this attempt was applied), and the failures.
+func (s *Session) storeToolWrites(ctx context.Context, tc *sessionToolContext) (applied []string, failed string, rerun bool, err error) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	order := make([]string, 0, len(tc.order))
@@ -441,26 +461,37 @@ func (s *Session) storeToolWrites(ctx context.Context, tc *sessionToolContext) (
 			}
 		}
 	}
+	var errs []error
 	for _, id := range order {
 		k := s.rt.layerIndex[id]
-		if err := s.insts[k].setStateValue(ctx, tc.writes[id]); err != nil {
-			return applied, id, err
+		if werr := s.insts[k].setStateValue(ctx, tc.writes[id]); werr != nil {
+			if failed == "" {
+				failed = id
+			}
+			if errors.Is(werr, storage.ErrConflict) {
+				rerun = len(errs) == 0 && len(applied) == 0
+				errs = append(errs, werr)
+				break
+			}
+			errs = append(errs, werr)
+			continue
 		}
 		applied = append(applied, id)
 	}
-	return applied, "", nil
+	return applied, failed, rerun, errors.Join(errs...)
 }
 
 // notAppliedOutput is what the model reads when a tool's change was not
 // stored: it must not mistake the tool's own output for success.
 func notAppliedOutput(e *ToolStateError) string {
 	var b strings.Builder
-	if errors.Is(e.Err, storage.ErrConflict) {
-		fmt.Fprintf(&b, "error: not applied: another run changed %q at the same time (%d attempt(s)); "+
-			"the state now holds that run's changes", e.Layer, e.Attempts)
-	} else {
-		fmt.Fprintf(&b, "error: not applied: the change to %q could not be saved", e.Layer)
+	if !errors.Is(e.Err, storage.ErrConflict) {
+		fmt.Fprintf(&b, "error: not saved: the change to %q could not be stored (%v); "+
+			"do not rely on it until a later call succeeds", e.Layer, e.Err)
+		return b.String()
 	}
+	fmt.Fprintf(&b, "error: not applied: another run changed %q at the same time (%d attempt(s)); "+
+		"the state now holds that run's changes", e.Layer, e.Attempts)
 	if len(e.Applied) > 0 {
 		fmt.Fprintf(&b, "; only %s were changed", strings.Join(e.Applied, ", "))
 	} else {

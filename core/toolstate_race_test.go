@@ -152,8 +152,8 @@ func TestToolConflictRetriesExhaustedSayNotApplied(t *testing.T) {
 		t.Fatalf("output answers %q", out.CallID)
 	}
 	var se *core.ToolStateError
-	if !errors.As(err, &se) || !errors.Is(err, storage.ErrConflict) {
-		t.Fatalf("error %v (%T), want a *ToolStateError wrapping storage.ErrConflict", err, err)
+	if !errors.As(err, &se) || !errors.Is(err, storage.ErrConflict) || !errors.Is(err, core.ErrNotStored) {
+		t.Fatalf("error %v (%T), want a *ToolStateError matching storage.ErrConflict and core.ErrNotStored", err, err)
 	}
 	want := 1 + core.ToolConflictRetries
 	if se.Tool != "add_todo" || se.Layer != "todos" || se.Attempts != want || len(se.Applied) != 0 {
@@ -191,7 +191,7 @@ func TestToolConflictRetriesExhaustedSayNotApplied(t *testing.T) {
 
 // A write that fails for a reason other than a conflict is not retried,
 // and the output does not claim success either.
-func TestToolWriteOfWrongTypeSaysNotApplied(t *testing.T) {
+func TestToolWriteOfWrongTypeSaysNotSaved(t *testing.T) {
 	ctx := context.Background()
 	tool := core.MustTool(core.ToolDef[struct{}, string]{
 		Name:  "bad",
@@ -212,7 +212,93 @@ func TestToolWriteOfWrongTypeSaysNotApplied(t *testing.T) {
 	if !errors.As(err, &se) || se.Attempts != 1 || errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("error %v", err)
 	}
-	if !strings.HasPrefix(out.Output, "error: not applied") {
+	if !strings.HasPrefix(out.Output, "error: not saved") || strings.Contains(out.Output, "done") {
 		t.Fatalf("output %q", out.Output)
+	}
+}
+
+// failingStore refuses every write while fail is set: a full disk.
+type failingStore struct {
+	*storage.Memory
+	fail atomic.Bool
+}
+
+var errStoreDown = errors.New("store down")
+
+func (s *failingStore) Put(ctx context.Context, k storage.Key, v []byte, expected int64) (int64, error) {
+	if s.fail.Load() {
+		return 0, errStoreDown
+	}
+	return s.Memory.Put(ctx, k, v, expected)
+}
+
+// A write that the store refuses is not a conflict: it is not retried
+// (the state keeps the change and saves it at its next write), and the
+// output says it is not saved rather than the tool's own output.
+func TestToolWriteTheStoreRefusesSaysNotSaved(t *testing.T) {
+	ctx := context.Background()
+	store := &failingStore{Memory: storage.NewMemory()}
+	var runs atomic.Int32
+	rt := todoRuntime(t, store, &runs)
+	s, _ := rt.Start(ctx, core.RunOptions{ResourceID: "u"})
+	call := core.FunctionCall("c1", "add_todo", `{"text":"mine"}`)
+	_ = s.Record(ctx, call)
+	store.fail.Store(true)
+	out, err := s.ExecuteTool(ctx, call)
+	store.fail.Store(false)
+	var se *core.ToolStateError
+	if !errors.As(err, &se) || !errors.Is(err, errStoreDown) || !errors.Is(err, core.ErrNotStored) || errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("error %v", err)
+	}
+	if se.Attempts != 1 || runs.Load() != 1 {
+		t.Fatalf("retried a write the store refused: %+v, %d runs", se, runs.Load())
+	}
+	if !strings.HasPrefix(out.Output, "error: not saved") || strings.Contains(out.Output, "added") {
+		t.Fatalf("output %q", out.Output)
+	}
+}
+
+// A tool whose own error says a write was not stored (core.ErrNotStored)
+// hands that error to the host with its output, as CallFunction does: it
+// is no longer only the model's to read.
+func TestToolErrorNotStoredReachesTheHost(t *testing.T) {
+	ctx := context.Background()
+	tool := core.MustTool(core.ToolDef[struct{}, string]{
+		Name: "remember",
+		Execute: func(context.Context, struct{}, core.ToolContext) (string, error) {
+			return "", &core.WriteError{Layer: "remember", Item: "fact 1", Err: errStoreDown}
+		},
+	})
+	rt, err := core.NewRuntime(core.Config{Tools: []core.Tool{tool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	call := core.FunctionCall("c", "remember", `{}`)
+	_ = s.Record(ctx, call)
+	out, err := s.ExecuteTool(ctx, call)
+	if !errors.Is(err, core.ErrNotStored) || !strings.HasPrefix(out.Output, "error: not saved") {
+		t.Fatalf("ExecuteTool: %q %v", out.Output, err)
+	}
+}
+
+// A declared call routed through ExecuteTool whose Store hook could not
+// store its write returns the error to the host, and the output says so.
+func TestDeclaredCallNotStoredReachesTheHost(t *testing.T) {
+	ctx := context.Background()
+	layer := core.Layer[notes]{ID: "notes", Scope: core.ScopeExecution, CallNames: []string{"note"},
+		Hooks: core.Hooks[notes]{Store: func(context.Context, core.StoreParams[notes]) (*notes, error) {
+			return nil, &core.WriteError{Layer: "notes", Item: "a note", Err: errStoreDown}
+		}}}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{denyLayer("secret"), layer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	call := core.FunctionCall("c", "note", `{"text":"x"}`)
+	_ = s.Record(ctx, call)
+	out, err := s.ExecuteTool(ctx, call)
+	if !errors.Is(err, core.ErrNotStored) || !strings.HasPrefix(out.Output, "error: not saved") {
+		t.Fatalf("ExecuteTool: %q %v", out.Output, err)
 	}
 }

@@ -20,6 +20,15 @@
 // history taking what remains and keeping its most recent items. A
 // function call is never separated from its output: entries that share a
 // Group are kept or dropped together.
+//
+// The caller can name history entries the view must not lose for lack of
+// room (Input.Keep: the runtime names the newest user message, the one
+// being answered). When the newest of them does not fit it is cut to fit
+// by Input.Cut, never dropped silently: it takes the room the entries
+// after it leave, and at least half of the history's room when those
+// entries would fill it by themselves, the newest of them filling the
+// rest. View.Cut reports the cut; when even a cut entry cannot fit,
+// Assemble fails with a *BudgetError (ErrOverBudget).
 package projector
 
 import (
@@ -73,6 +82,20 @@ type Input[T any] struct {
 	Live    []Entry[T]
 	Updates []Entry[T]
 	Tail    []Entry[T]
+
+	// Keep, when set, names the history entries the view must not lose
+	// for lack of room; only the newest entry it accepts counts, and only
+	// an entry without a Group. When that entry falls outside what the
+	// token budget holds, it stays, cut by Cut if it is too large: see
+	// the package doc. A sliding window that leaves it out by count
+	// (OverflowSlidingWindow) is the policy's choice and stands, and so
+	// does a summary that covers it (OverflowSummarize).
+	Keep func(e Entry[T]) bool
+	// Cut shortens a kept entry to at most n tokens, saying in it that it
+	// was cut; ok is false when it cannot be made that short. It must be
+	// deterministic: the same entry and n give the same result. Nil
+	// means a kept entry that is too large is an error.
+	Cut func(e Entry[T], n int) (cut Entry[T], ok bool)
 }
 
 // Overflow says what happens to history that does not fit.
@@ -119,7 +142,8 @@ type Policy[T any] struct {
 	// price is up to TruncateStep tokens of history not shown. Rounding
 	// never costs the newest entry the plain cut keeps (with the call it
 	// answers): where the next grid point lies past it, the plain cut is
-	// used for that assembly.
+	// used for that assembly, and it never costs the entry Input.Keep
+	// names either.
 	TruncateStep int
 }
 
@@ -200,7 +224,50 @@ type View[T any] struct {
 	// UpdatesDropped is true when the context updates did not fit and were
 	// left out as a whole. The runtime re-anchors rather than accept it.
 	UpdatesDropped bool
+	// Kept is the index in Input.History of the entry Input.Keep made the
+	// view keep at the front of the history band, cut or ahead of a gap,
+	// -1 when none. HistoryFrom is then the first entry kept after it:
+	// the entries in between, if any, were left out. (When the kept entry
+	// fits with everything after it, so that only TruncateStep's rounding
+	// had dropped it, the band is the plain suffix from it: Kept is -1 and
+	// HistoryFrom its index.)
+	Kept int
+	// Cut reports the kept entry when it was cut to fit; nil otherwise.
+	Cut *Cut
 }
+
+// Cut reports a kept entry that was cut to fit the budget.
+type Cut struct {
+	// Index is the entry's index in Input.History.
+	Index int
+	// Tokens is the entry's size, Shown the size of its cut form.
+	Tokens, Shown int
+}
+
+// ErrOverBudget is wrapped by a *BudgetError: the budget cannot hold an
+// entry the view must show.
+var ErrOverBudget = errors.New("projector: the token budget cannot hold an entry the view must keep")
+
+// BudgetError reports a kept history entry (Input.Keep) that cannot be
+// shown even cut: the budget left for it is smaller than the shortest
+// form Input.Cut can make, or there is no Cut.
+type BudgetError struct {
+	// Index is the entry's index in Input.History, Tokens its size.
+	Index, Tokens int
+	// Share is the room the entry was given; Room the tokens left for
+	// the whole history band after the other bands; Available the
+	// policy's (TokenBudget - ResponseReserve).
+	Share, Room, Available int
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("projector: the token budget cannot hold a history entry the view must keep: "+
+		"entry %d of %d tokens cannot be cut to the %d tokens left for it (history room %d of %d available)",
+		e.Index, e.Tokens, e.Share, e.Room, e.Available)
+}
+
+// Unwrap lets errors.Is(err, ErrOverBudget) match.
+func (e *BudgetError) Unwrap() error { return ErrOverBudget }
 
 // Band returns the entries of band b.
 func (v *View[T]) Band(b Band) []Entry[T] { return v.Bands[b] }
@@ -242,7 +309,7 @@ var ErrSystemOverBudget = errors.New("projector: system items exceed the token b
 // is assumed valid (see Policy.Validate); Assemble does not call it on the
 // hot path.
 func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
-	var v View[T]
+	v := View[T]{Kept: -1}
 	if policy == nil {
 		v.set(BandSystem, in.System)
 		v.set(BandAnchor, in.Anchor)
@@ -275,14 +342,22 @@ func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
 	}
 
 	history, from, summarized := fitHistory(in.History, remaining, policy)
-	v.HistoryFrom = from
-	v.Summarized = summarized
 	kept := len(history)
 	if summarized {
 		kept--
 	}
-	v.HistoryDropped = len(in.History) - kept
 	v.HistoryContiguous = !summarized && kept == len(in.History)-from
+	if k := keepIndex(in, from, summarized, policy); k >= 0 {
+		var err error
+		if history, from, err = keepEntry(in, k, remaining, policy, &v); err != nil {
+			return View[T]{}, err
+		}
+		kept = len(history)
+		v.HistoryContiguous = v.Kept < 0 && kept == len(in.History)-from
+	}
+	v.HistoryFrom = from
+	v.Summarized = summarized
+	v.HistoryDropped = len(in.History) - kept
 
 	v.set(BandSystem, in.System)
 	v.set(BandAnchor, anchor)
@@ -291,6 +366,76 @@ func Assemble[T any](in Input[T], policy *Policy[T]) (View[T], error) {
 	v.set(BandUpdates, updates)
 	v.set(BandTail, tail)
 	return v, nil
+}
+
+// keepIndex returns the index of the newest history entry Input.Keep
+// names when the budget left it out (the cut at from dropped it, and
+// neither a sliding window nor a summary accounts for that), else -1.
+func keepIndex[T any](in Input[T], from int, summarized bool, p *Policy[T]) int {
+	if in.Keep == nil || from == 0 || summarized {
+		return -1
+	}
+	for i := len(in.History) - 1; i >= 0; i-- {
+		if !in.Keep(in.History[i]) {
+			continue
+		}
+		if i >= from || in.History[i].Group != "" {
+			return -1 // kept, or not an entry Keep can hold on to
+		}
+		if p.Overflow == OverflowSlidingWindow && p.WindowSize > 0 && len(in.History)-i > p.WindowSize {
+			return -1 // outside the window: left out by count, not room
+		}
+		return i
+	}
+	return -1
+}
+
+// keepEntry builds the history band around the kept entry k, which did
+// not fit in room: k first, cut if it must be, then the newest entries
+// after it that fit in what k leaves. k takes the room the entries after
+// it leave, or half the room when they would fill more than that by
+// themselves (all of its size when that is smaller), so that neither the
+// entry being answered nor the newest work after it is lost. The entries
+// between k and the newest ones are cut as truncation always cuts: on the
+// policy's grid, calls with their outputs. It returns the band and the
+// index of the first entry kept after k.
+func keepEntry[T any](in Input[T], k, room int, p *Policy[T], v *View[T]) ([]Entry[T], int, error) {
+	history := in.History
+	entry := history[k]
+	after := sum(history[k+1:])
+	share := min(entry.Tokens, max(room-after, room/2))
+	if share < entry.Tokens {
+		cut, ok := Entry[T]{}, false
+		if in.Cut != nil && share > 0 {
+			cut, ok = in.Cut(entry, share)
+		}
+		if !ok || cut.Tokens > share || cut.Tokens < 0 {
+			return nil, 0, &BudgetError{Index: k, Tokens: entry.Tokens, Share: max(share, 0), Room: room,
+				Available: p.Available()}
+		}
+		cut.Group, cut.Opens = "", false
+		v.Cut = &Cut{Index: k, Tokens: entry.Tokens, Shown: cut.Tokens}
+		entry = cut
+	}
+	rest := room - entry.Tokens
+	if after <= rest && v.Cut == nil {
+		// It fits with everything after it: only the grid's rounding had
+		// moved the front past it. The band is the plain suffix from k.
+		return keptSuffix(history, k), k, nil
+	}
+	v.Kept = k
+	from := k + 1
+	if after > rest {
+		from = max(k+1, suffixStart(history, rest, len(history)))
+		if p.TruncateStep > 0 {
+			from = onGrid(history, from, p.TruncateStep)
+		}
+	}
+	tail := keptSuffix(history, from)
+	out := make([]Entry[T], 0, len(tail)+1)
+	out = append(out, entry)
+	out = append(out, tail...)
+	return out, from, nil
 }
 
 func (v *View[T]) set(b Band, entries []Entry[T]) {

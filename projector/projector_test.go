@@ -360,3 +360,150 @@ func TestTruncateStepNeverDropsTheNewest(t *testing.T) {
 		t.Fatalf("view = %q from %d, want the cut rounded to 300 tokens", names(v), v.HistoryFrom)
 	}
 }
+
+// keepUser names the entries whose name starts with "q" (questions).
+func keepUser(en projector.Entry[item]) bool { return en.Item.name[0] == 'q' }
+
+// cutTo shortens an entry to exactly n tokens, refusing below 5 (the
+// marker's size).
+func cutTo(en projector.Entry[item], n int) (projector.Entry[item], bool) {
+	if n < 5 {
+		return en, false
+	}
+	return projector.Entry[item]{Item: item{en.Item.name + "-cut"}, Tokens: n}, true
+}
+
+// A kept entry too large for the history's room used to be dropped with
+// everything before it: the view had no history at all. It is cut to the
+// room the entries after it leave.
+func TestKeptEntryIsCutNotDropped(t *testing.T) {
+	in := projector.Input[item]{
+		System:  []projector.Entry[item]{e("sys", 10)},
+		History: []projector.Entry[item]{e("q1", 10), e("a1", 10), e("q2", 500)},
+		Keep:    keepUser, Cut: cutTo,
+	}
+	p := &projector.Policy[item]{TokenBudget: 110}
+	v, err := projector.Assemble(in, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(v) != "sys q2-cut" || v.Tokens[projector.BandHistory] != 100 || v.TotalTokens() != 110 {
+		t.Fatalf("view %q, %d history tokens", names(v), v.Tokens[projector.BandHistory])
+	}
+	if v.Cut == nil || *v.Cut != (projector.Cut{Index: 2, Tokens: 500, Shown: 100}) || v.Kept != 2 {
+		t.Fatalf("cut %+v kept %d", v.Cut, v.Kept)
+	}
+	if v.HistoryContiguous || v.HistoryDropped != 2 || v.HistoryFrom != 3 {
+		t.Fatalf("contiguous %v dropped %d from %d", v.HistoryContiguous, v.HistoryDropped, v.HistoryFrom)
+	}
+	// Without Keep the projection is what it always was.
+	in.Keep = nil
+	v, _ = projector.Assemble(in, p)
+	if names(v) != "sys" || v.Kept != -1 || v.Cut != nil {
+		t.Fatalf("view without Keep %q", names(v))
+	}
+}
+
+// The entries after the kept one (a tool loop's calls and outputs) take
+// what they need, as long as the kept entry keeps half of the room; a
+// small kept entry stays whole ahead of a gap, the newest entries after
+// the gap, calls with their outputs.
+func TestKeptEntryAheadOfALongTurn(t *testing.T) {
+	hist := []projector.Entry[item]{e("q", 20)}
+	for i := range 6 {
+		id := fmt.Sprint(i)
+		hist = append(hist, call(id, 10), output(id, 20))
+	}
+	in := projector.Input[item]{History: hist, Keep: keepUser, Cut: cutTo}
+	v, err := projector.Assemble(in, &projector.Policy[item]{TokenBudget: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 for q, 80 left: the newest 2 pairs (60) and out-3 fit, not
+	// call-3: the cut is at out-3 (8), dropped as an orphan.
+	if names(v) != "q call-4 out-4 call-5 out-5" || v.Kept != 0 || v.Cut != nil || v.HistoryFrom != 8 {
+		t.Fatalf("view %q kept %d from %d cut %+v", names(v), v.Kept, v.HistoryFrom, v.Cut)
+	}
+	if v.HistoryDropped != 8 || v.HistoryContiguous {
+		t.Fatalf("dropped %d contiguous %v", v.HistoryDropped, v.HistoryContiguous)
+	}
+	// A large kept entry is cut to half of the room; the newest entries
+	// share the other half.
+	hist[0] = e("q", 400)
+	v, err = projector.Assemble(in, &projector.Policy[item]{TokenBudget: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 left: out-5, call-5 and out-4 fit, but out-4 goes without its call.
+	if names(v) != "q-cut call-5 out-5" {
+		t.Fatalf("view %q", names(v))
+	}
+	if v.Cut == nil || v.Cut.Shown != 50 || v.TotalTokens() > 100 {
+		t.Fatalf("cut %+v, %d tokens", v.Cut, v.TotalTokens())
+	}
+}
+
+// TruncateStep's rounding never costs the kept entry: where the grid would
+// move the front past it although it fits, the front is the kept entry.
+func TestTruncateStepNeverDropsTheKeptEntry(t *testing.T) {
+	hist := []projector.Entry[item]{e("old", 100), e("q", 50), e("a", 100), e("b", 100)}
+	p := &projector.Policy[item]{TokenBudget: 300, TruncateStep: 200}
+	v, _ := projector.Assemble(projector.Input[item]{History: hist}, p)
+	if names(v) != "b" {
+		t.Fatalf("premise: the grid drops q: %q", names(v))
+	}
+	v, err := projector.Assemble(projector.Input[item]{History: hist, Keep: keepUser, Cut: cutTo}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(v) != "q a b" || v.Kept != -1 || v.HistoryFrom != 1 || !v.HistoryContiguous || v.HistoryDropped != 1 {
+		t.Fatalf("view %q kept %d from %d contiguous %v", names(v), v.Kept, v.HistoryFrom, v.HistoryContiguous)
+	}
+}
+
+// A kept entry that cannot be shown even cut fails with a *BudgetError
+// naming the sizes; without Cut, any kept entry too large fails.
+func TestKeptEntryThatCannotFitIsAnError(t *testing.T) {
+	in := projector.Input[item]{
+		System:  []projector.Entry[item]{e("sys", 97)},
+		History: []projector.Entry[item]{e("q", 50)},
+		Keep:    keepUser, Cut: cutTo,
+	}
+	_, err := projector.Assemble(in, &projector.Policy[item]{TokenBudget: 100})
+	var be *projector.BudgetError
+	if !errors.Is(err, projector.ErrOverBudget) || !errors.As(err, &be) ||
+		*be != (projector.BudgetError{Index: 0, Tokens: 50, Share: 3, Room: 3, Available: 100}) {
+		t.Fatalf("err %v (%+v)", err, be)
+	}
+	in.System = []projector.Entry[item]{e("sys", 10)}
+	in.Cut = nil
+	if _, err := projector.Assemble(in, &projector.Policy[item]{TokenBudget: 50}); !errors.As(err, &be) || be.Share != 40 {
+		t.Fatalf("without Cut: %v", err)
+	}
+	// A Cut that returns more than asked is refused too.
+	in.Cut = func(en projector.Entry[item], n int) (projector.Entry[item], bool) {
+		en.Tokens = n + 1
+		return en, true
+	}
+	if _, err := projector.Assemble(in, &projector.Policy[item]{TokenBudget: 50}); !errors.Is(err, projector.ErrOverBudget) {
+		t.Fatalf("oversized cut: %v", err)
+	}
+}
+
+// A sliding window that leaves the kept entry out by count, or a summary
+// that covers it, is the policy's choice: Keep does not override it.
+func TestKeepLeavesWindowAndSummaryAlone(t *testing.T) {
+	hist := []projector.Entry[item]{e("q", 1), e("a", 1), e("b", 1), e("c", 1)}
+	v, err := projector.Assemble(projector.Input[item]{History: hist, Keep: keepUser, Cut: cutTo},
+		&projector.Policy[item]{TokenBudget: 100, Overflow: projector.OverflowSlidingWindow, WindowSize: 2})
+	if err != nil || names(v) != "b c" || v.Kept != -1 {
+		t.Fatalf("window: %q %v", names(v), err)
+	}
+	hist = []projector.Entry[item]{e("q", 50), e("a", 30), e("b", 30)}
+	sum := func([]projector.Entry[item]) (projector.Entry[item], bool) { return e("summary", 5), true }
+	v, err = projector.Assemble(projector.Input[item]{History: hist, Keep: keepUser, Cut: cutTo},
+		&projector.Policy[item]{TokenBudget: 70, Overflow: projector.OverflowSummarize, Summarize: sum})
+	if err != nil || names(v) != "summary a b" || v.Kept != -1 {
+		t.Fatalf("summary: %q %v", names(v), err)
+	}
+}

@@ -30,13 +30,19 @@
 #                           status. Use it from make/CI so `down` always runs.
 #   scripts/pg.sh psql [ARGS...]
 #                           psql on strata_test inside the root (debugging).
+#   scripts/pg.sh mirror    print the Debian mirror a build would use, or fail
+#                           saying why there is none.
 #
 # Environment:
 #   STRATA_PG_ROOT   cached trixie root   (default /var/cache/strata/pg-trixie)
 #   STRATA_PG_PORT   TCP port on 127.0.0.1 (default 55432)
 #   STRATA_PG_DB     database name        (default strata_test)
-#   STRATA_PG_MIRROR Debian mirror        (default: the first deb.debian.org-like
-#                    URI configured for the main suite in /etc/apt/sources.list.d)
+#   STRATA_PG_MIRROR Debian mirror        (default: the first Debian URI that the
+#                    host's apt configuration lists for a main suite, from
+#                    sources.list, sources.list.d/*.list or *.sources; no
+#                    built-in fallback: without one the build stops and says so)
+#   STRATA_APT_DIR   apt configuration directory read for the mirror
+#                    (default /etc/apt; for testing `pg.sh mirror`)
 #
 # Several instances can run side by side from one root: each port has its own
 # data directory (/tmp/strata-pg-<port> inside the root) and socket
@@ -50,6 +56,7 @@ set -euo pipefail
 ROOT=${STRATA_PG_ROOT:-/var/cache/strata/pg-trixie}
 PORT=${STRATA_PG_PORT:-55432}
 DB=${STRATA_PG_DB:-strata_test}
+APT_DIR=${STRATA_APT_DIR:-/etc/apt}
 PGVER=17
 SUITE=trixie
 # Bump ROOT_VERSION whenever the build recipe changes: a root whose marker
@@ -102,37 +109,86 @@ in_root() {
 	chroot "$ROOT" /usr/sbin/runuser -u postgres -- "$@" 9>&-
 }
 
-# mirror picks the Debian mirror from the host's apt configuration: the URI
-# of the stanza (deb822) or line (one-line format) that serves the main
-# bookworm suite (not -security, not third-party repositories).
+# mirror picks the Debian mirror: STRATA_PG_MIRROR, else the first URI of the
+# host's apt configuration that serves a main Debian suite (a plain codename
+# such as bookworm: not -security, -updates or a third-party repository), in
+# the order apt reads it: $APT_DIR/sources.list, then the *.list (one-line
+# format) and *.sources (deb822) files of $APT_DIR/sources.list.d, by name.
+# There is no built-in fallback: a machine without one must say which mirror
+# to use, so the root is never built from a mirror nobody chose.
 mirror() {
 	if [ -n "${STRATA_PG_MIRROR:-}" ]; then
 		echo "$STRATA_PG_MIRROR"
 		return
 	fi
 	local f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
+	for f in "$APT_DIR/sources.list" "$APT_DIR"/sources.list.d/*; do
 		[ -f "$f" ] || continue
-		uri=$(awk '
-			/^[[:space:]]*$/ { if (u != "" && s) { print u; exit } u=""; s=0; next }
-			/^URIs:/   { u=$2 }
-			/^Suites:/ { for (i=2;i<=NF;i++) if ($i ~ /^[a-z]+$/) s=1 }
-			END { if (u != "" && s) print u }
-		' "$f" | grep -E '/debian/?$' | head -n1 || true)
+		case $f in
+		*/sources.list | *.list) uri=$(oneline_mirror <"$f") ;;
+		*.sources) uri=$(deb822_mirror <"$f") ;;
+		*) continue ;; # apt ignores other names too
+		esac
 		if [ -n "$uri" ]; then
 			echo "$uri"
 			return
 		fi
 	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		uri=$(awk '$1=="deb" && $3 ~ /^[a-z]+$/ && $2 ~ /debian\/?$/ { print $2; exit }' "$f" || true)
-		if [ -n "$uri" ]; then
-			echo "$uri"
-			return
-		fi
-	done
-	echo "http://deb.debian.org/debian"
+	die "no Debian mirror in the apt configuration ($APT_DIR/sources.list, $APT_DIR/sources.list.d/*.list, $APT_DIR/sources.list.d/*.sources): set STRATA_PG_MIRROR=http://<a Debian mirror>/debian"
+}
+
+# oneline_mirror reads a one-line-format sources file
+#   deb [ option=value ... ] URI SUITE COMPONENT...
+# and prints the URI of the first deb line for a main Debian suite.
+oneline_mirror() {
+	awk '
+		{ sub(/#.*/, "") }
+		$1 == "deb" {
+			line = $0
+			sub(/^[ \t]*deb[ \t]+/, "", line)
+			if (substr(line, 1, 1) == "[") sub(/^\[[^]]*\][ \t]*/, "", line)
+			split(line, w, /[ \t]+/)
+			if (w[1] ~ /\/debian\/?$/ && w[2] ~ /^[a-z]+$/) { print w[1]; exit }
+		}
+	'
+}
+
+# deb822_mirror reads a deb822 sources file (stanzas separated by blank lines;
+# field names are case-insensitive; a line starting with white space continues
+# the previous field) and prints the first Debian URI of the first enabled deb
+# stanza that lists a main suite.
+deb822_mirror() {
+	awk '
+		function flush(   n, i, u, s, main) {
+			if (!found && enabled != "no" && (" " types " ") ~ /[ \t]deb[ \t]/) {
+				main = 0
+				n = split(suites, s, /[ \t]+/)
+				for (i = 1; i <= n; i++) if (s[i] ~ /^[a-z]+$/) main = 1
+				n = split(uris, u, /[ \t]+/)
+				for (i = 1; main && i <= n; i++) if (u[i] ~ /\/debian\/?$/) { print u[i]; found = 1; break }
+			}
+			types = ""; uris = ""; suites = ""; enabled = ""; field = ""
+		}
+		/^#/ { next }
+		/^[ \t]*$/ { flush(); next }
+		/^[ \t]/ {
+			if (field == "uris") uris = uris " " $0
+			else if (field == "suites") suites = suites " " $0
+			else if (field == "types") types = types " " $0
+			next
+		}
+		{
+			c = index($0, ":")
+			field = tolower(substr($0, 1, c - 1))
+			value = substr($0, c + 1)
+			if (field == "types") types = value
+			else if (field == "uris") uris = value
+			else if (field == "suites") suites = value
+			else if (field == "enabled") { enabled = tolower(value); gsub(/[ \t]/, "", enabled) }
+			if (found) exit
+		}
+		END { flush() }
+	'
 }
 
 ensure_debootstrap() {
@@ -474,6 +530,7 @@ build)
 	log "root ready at $ROOT"
 	;;
 with) with "$@" ;;
+mirror) mirror ;;
 psql)
 	validate_env
 	psql_root "$DB" "$@"

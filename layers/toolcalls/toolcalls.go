@@ -10,7 +10,15 @@
 //	})
 //
 // State is execution-scoped by default: it lives for the run. Declare
-// another scope on the core.ToolState to keep it across runs.
+// another scope on the core.ToolState to keep it across runs. A thread or
+// resource scope shares the state with the other runs of the thread or
+// resource, in this process or another one on the same store: each write
+// is a compare-and-swap, and a tool whose write lost is run again on the
+// state the other run stored (core.ToolConflictRetries times at most),
+// so a tool's Execute must be safe to re-run. When it keeps losing, the
+// output tells the model the change was not applied and
+// core.Session.ExecuteTool returns a *core.ToolStateError: the model never
+// reads success for a change that was not kept.
 package toolcalls
 
 import (
