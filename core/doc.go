@@ -76,6 +76,13 @@
 //
 // # Tool calls and steering
 //
+// A tool's output is answered only once its state writes are stored. A
+// write that loses the compare-and-swap to another run re-runs the tool on
+// the stored state (up to ToolConflictRetries times), so a tool's Execute
+// must be safe to re-run; otherwise the output tells the model the change
+// was not applied (or not saved) and ExecuteTool returns a
+// *ToolStateError matching ErrNotStored.
+//
 // The model's calls are recorded before anyone is asked about them, so
 // nothing that Record triggers may give a call its effect. The order per
 // call is: Record (the call is logged), BeforeToolCall (every layer, in
@@ -176,6 +183,13 @@
 // diagnostic. With a Policy the projector holds the
 // view to the budget (see package projector). Token counts are cached per
 // item when it is recorded, so a turn counts only what is new.
+//
+// The newest user message is never dropped for lack of room: when it does
+// not fit it is cut, its head and tail kept around a marker saying how
+// many tokens were cut (the log keeps it whole), reported as
+// Usage.UserMessageCut and a KindOverBudget diagnostic; when not even the
+// marker fits, Assemble fails with a *BudgetError (ErrOverBudget) naming
+// the sizes.
 //
 // # Usage report
 //
