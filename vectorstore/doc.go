@@ -13,7 +13,30 @@
 //
 // The Collection offers Upsert (idempotent by id), Get, Delete, DeleteWhere,
 // Count, List (keyset pagination in stable (CreatedAt, ID) order), All (an
-// iterator over List) and Query (exact top-k by vector with pre-filtering).
+// iterator over List), Query (exact top-k by vector with pre-filtering), and
+// the conditional writes UpsertIf and DeleteIf.
+//
+// # Revisions and conditional writes
+//
+// The store stamps every write of a record with a new Revision, returned
+// by Get, List and Query, greater than every revision that id had before
+// (also across a Delete), so a revision identifies one stored version and
+// never comes back. UpsertIf(rec, expected) writes only if the record is
+// still at revision expected (0: only if it does not exist), as one atomic
+// step of the backend; otherwise it writes nothing and fails with
+// ErrConflict. Read, modify, UpsertIf with the revision read, and retry on
+// ErrConflict: two processes updating one record that way never lose each
+// other's update, where Get-modify-Upsert does. DeleteIf is the conditional
+// delete. Plain Upsert stays unconditional (and bumps the revision).
+// Revisions are not consecutive and their values are driver-specific (a
+// counter, a sequence, a clock): pass them back as read, and compare them
+// only within one collection. How each driver makes the conditional write
+// atomic, and any limit it has, is in its package documentation.
+//
+// # Store URLs
+//
+// Open parses a URL's query strictly (see Open and Params): a parameter
+// that cannot be read exactly as written is an error, never skipped.
 //
 // # Validation happens once, here
 //

@@ -22,6 +22,7 @@ const (
 	CodeClosed             = driver.CodeClosed
 	CodeUnsupportedScheme  = driver.CodeUnsupportedScheme
 	CodeCorrupt            = driver.CodeCorrupt
+	CodeConflict           = driver.CodeConflict
 )
 
 // Sentinels for errors.Is; every *Error unwraps to the one of its code.
@@ -37,6 +38,9 @@ var (
 	ErrClosed             = driver.ErrClosed
 	ErrUnsupportedScheme  = driver.ErrUnsupportedScheme
 	ErrCorrupt            = driver.ErrCorrupt
+	// ErrConflict: a conditional write (UpsertIf, DeleteIf) found the
+	// record at another revision than expected and wrote nothing.
+	ErrConflict = driver.ErrConflict
 )
 
 // CodeOf returns the Code of the first *Error in err's chain, or "".

@@ -98,3 +98,53 @@ func ExampleCollection_List() {
 	fmt.Println()
 	// Output: 1:r4 1:r3 2:r2 2:r1 3:r0
 }
+
+// A read-modify-write that never loses a concurrent writer's update: write
+// back with UpsertIf at the revision read, and start again on a conflict.
+func ExampleCollection_UpsertIf() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "vectorstore-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	coll, err := vectorstore.Open(ctx, "chromem://"+dir+"?dimension=2", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer coll.Close()
+
+	// Create only if absent: expected revision 0.
+	if _, err := coll.UpsertIf(ctx, vectorstore.Record{ID: "user-1", Kind: "entity", Text: "likes tea", Vector: []float32{1, 0}}, 0); err != nil {
+		log.Fatal(err)
+	}
+	addNote := func(note string) error {
+		for {
+			rec, err := coll.Get(ctx, "user-1")
+			if err != nil {
+				return err
+			}
+			rec.Text += "; " + note
+			_, err = coll.UpsertIf(ctx, rec, rec.Revision)
+			if !errors.Is(err, vectorstore.ErrConflict) {
+				return err // nil once written
+			}
+			// Someone wrote user-1 since Get: read it again.
+		}
+	}
+	if err := addNote("lives in Lyon"); err != nil {
+		log.Fatal(err)
+	}
+	rec, err := coll.Get(ctx, "user-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rec.Text)
+
+	// A stale revision writes nothing.
+	_, err = coll.UpsertIf(ctx, vectorstore.Record{ID: "user-1", Text: "stale", Vector: []float32{1, 0}}, rec.Revision-1)
+	fmt.Println(errors.Is(err, vectorstore.ErrConflict))
+	// Output:
+	// likes tea; lives in Lyon
+	// true
+}

@@ -3,6 +3,7 @@ package vectorstore
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -13,9 +14,12 @@ import (
 )
 
 // OpenFunc opens a driver collection for a URL. The portable layer has
-// already removed the common query parameters (collection, dimension,
-// distance, metadata_keys) from u and put them in cfg; the driver parses the
-// rest and should reject parameters it does not know.
+// already checked the query (well-formed, every parameter named once with a
+// non-empty value), removed the common parameters (collection, dimension,
+// distance, metadata_keys) from u and put them in cfg. The driver parses the
+// rest and must reject, before connecting anywhere, every parameter it does
+// not know and every value it cannot use, with a CodeInvalidArgument
+// *driver.Error whose Field is the parameter's name (see Params).
 type OpenFunc func(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error)
 
 var (
@@ -55,6 +59,33 @@ func Schemes() []string {
 	return out
 }
 
+// Params parses the query of a store URL strictly, for Open and for
+// drivers: it fails with a CodeInvalidArgument *Error on a malformed query
+// (url.ParseQuery's error, which url.Values.Get-style parsing ignores, so
+// that "?collection=a;b" is not read as no collection at all), on a
+// parameter given more than once, and on an empty name or value. Field is
+// the parameter's name, or "url" when there is none. The error never quotes
+// the URL, which may hold a password.
+func Params(u *url.URL) (url.Values, error) {
+	const op = "open"
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "url", Msg: "malformed query (separate parameters with '&', escape ';' as %3B)", Err: err}
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		vs := q[k]
+		switch {
+		case k == "":
+			return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "url", Msg: "query parameter with an empty name"}
+		case len(vs) > 1:
+			return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: k, Msg: "parameter given " + strconv.Itoa(len(vs)) + " times"}
+		case vs[0] == "":
+			return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: k, Msg: "empty value (omit the parameter for its default)"}
+		}
+	}
+	return q, nil
+}
+
 // DefaultCollectionName is the collection opened when a URL names none.
 const DefaultCollectionName = "memories"
 
@@ -69,6 +100,14 @@ const DefaultCollectionName = "memories"
 // "memories"), dimension, distance (cosine, dot, euclidean) and
 // metadata_keys (comma-separated). A parameter given both in the URL and in
 // opts must agree (ErrInvalidArgument otherwise). opts may be nil.
+//
+// The query is parsed strictly, because a parameter silently dropped can
+// misroute data (a host that separates tenants by collection would write
+// "?collection=a;b" into the default collection if the pair were skipped):
+// a malformed query (a ';' separator, a bad %-escape), a parameter given
+// twice, one with an empty name or value, and any parameter the driver does
+// not know fail with ErrInvalidArgument, Field naming the parameter, before
+// anything is opened.
 func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error) {
 	const op = "open"
 	u, err := url.Parse(rawURL)
@@ -93,7 +132,10 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 	if opts != nil {
 		o = *opts
 	}
-	q := u.Query()
+	q, err := Params(u)
+	if err != nil {
+		return nil, err
+	}
 	cfg := driver.Config{Name: q.Get("collection"), Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys}
 	if cfg.Name == "" {
 		cfg.Name = DefaultCollectionName

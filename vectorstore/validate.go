@@ -126,8 +126,8 @@ func (c *Collection) checkVector(op, id string, v []float32) ([]float32, error) 
 }
 
 // prepareRecord validates r and returns the normalised copy a driver gets.
-func (c *Collection) prepareRecord(r *Record, now time.Time) (Record, error) {
-	const op = "upsert"
+// r.Revision is dropped: revisions belong to the store.
+func (c *Collection) prepareRecord(op string, r *Record, now time.Time) (Record, error) {
 	if r.ID == "" {
 		return Record{}, &Error{Code: CodeInvalidRecord, Op: op, Field: "id", Msg: "empty id"}
 	}

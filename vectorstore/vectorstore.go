@@ -158,10 +158,13 @@ type driverError struct {
 func (e *driverError) Error() string { return "vectorstore " + e.op + ": " + e.err.Error() }
 func (e *driverError) Unwrap() error { return e.err }
 
-// Upsert inserts or replaces records by ID. Every record is validated before
-// anything is written: on any invalid record nothing is written and the
-// error names the record and field. Within one call a repeated ID keeps its
-// last occurrence. Records with a zero CreatedAt are stamped with Options.Now.
+// Upsert inserts or replaces records by ID, unconditionally: it gives every
+// record a new revision whatever revision it had (Record.Revision is
+// ignored), so a concurrent read-modify-write of the same record may be
+// lost; use UpsertIf for those. Every record is validated before anything
+// is written: on any invalid record nothing is written and the error names
+// the record and field. Within one call a repeated ID keeps its last
+// occurrence. Records with a zero CreatedAt are stamped with Options.Now.
 // Times are stored in UTC at microsecond precision; cosine vectors are stored
 // normalised to unit length.
 func (c *Collection) Upsert(ctx context.Context, recs ...Record) error {
@@ -177,7 +180,7 @@ func (c *Collection) Upsert(ctx context.Context, recs ...Record) error {
 	out := make([]Record, 0, len(recs))
 	pos := make(map[string]int, len(recs))
 	for i := range recs {
-		r, err := c.prepareRecord(&recs[i], now)
+		r, err := c.prepareRecord(op, &recs[i], now)
 		if err != nil {
 			return err
 		}
@@ -192,6 +195,71 @@ func (c *Collection) Upsert(ctx context.Context, recs ...Record) error {
 		return wrap(op, err)
 	}
 	return wrap(op, c.drv.Upsert(ctx, out))
+}
+
+// UpsertIf writes rec only if the stored record rec.ID is at revision
+// expected, and returns the revision it stored; expected 0 means "only if no
+// record rec.ID exists" (create). The check and the write are one atomic
+// step of the backend, so of two writers that read the same revision only
+// one succeeds: the other gets an error matching ErrConflict, nothing is
+// written, and it should re-read the record and retry. This is how to
+// change a record without losing a concurrent writer's update:
+//
+//	for {
+//		rec, err := coll.Get(ctx, id)
+//		if err != nil {
+//			return err
+//		}
+//		rec.Text = merge(rec.Text, note)
+//		if _, err = coll.UpsertIf(ctx, rec, rec.Revision); !errors.Is(err, vectorstore.ErrConflict) {
+//			return err
+//		}
+//	}
+//
+// rec is validated and normalised like an Upsert record (rec.Revision is
+// ignored); a negative expected is ErrInvalidArgument.
+func (c *Collection) UpsertIf(ctx context.Context, rec Record, expected int64) (int64, error) {
+	const op = "upsert if"
+	if err := c.enter(op); err != nil {
+		return 0, err
+	}
+	defer c.leave()
+	if expected < 0 {
+		return 0, &Error{Code: CodeInvalidArgument, Op: op, ID: rec.ID, Field: "expected", Msg: "negative revision " + strconv.FormatInt(expected, 10)}
+	}
+	r, err := c.prepareRecord(op, &rec, c.now())
+	if err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, wrap(op, err)
+	}
+	rev, err := c.drv.UpsertIf(ctx, r, expected)
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	return rev, nil
+}
+
+// DeleteIf removes the record id only if it is at revision expected (> 0).
+// A missing record or another revision is an error matching ErrConflict,
+// and nothing is removed.
+func (c *Collection) DeleteIf(ctx context.Context, id string, expected int64) error {
+	const op = "delete if"
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	defer c.leave()
+	if id == "" {
+		return &Error{Code: CodeInvalidArgument, Op: op, Field: "id", Msg: "empty id"}
+	}
+	if err := checkString(op, "", "id", id, MaxIDBytes, CodeInvalidArgument); err != nil {
+		return err
+	}
+	if expected <= 0 {
+		return &Error{Code: CodeInvalidArgument, Op: op, ID: id, Field: "expected", Msg: "revision must be positive, got " + strconv.FormatInt(expected, 10)}
+	}
+	return wrap(op, c.drv.DeleteIf(ctx, id, expected))
 }
 
 // Get returns the record with id, with its vector, or an error matching

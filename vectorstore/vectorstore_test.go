@@ -122,3 +122,66 @@ func TestOpenCanonicalDistance(t *testing.T) {
 		}
 	}
 }
+
+// capturedURL is the URL the "captureurl" scheme was last opened with.
+var capturedURL *url.URL
+
+func init() {
+	Register("captureurl", func(_ context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+		captured, capturedURL = cfg, u
+		return nil, errCaptured
+	})
+}
+
+// TestOpenStrictQuery: a query that url.Query would read partially (and
+// url.Query's ignored error) is refused, naming the parameter, before the
+// driver is called; a well-formed one reaches the driver intact.
+func TestOpenStrictQuery(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		query, field string
+	}{
+		{"collection=zz;yy", "url"}, // url.Query drops the pair: the default collection
+		{"collection=a&dimension=3;x=1", "url"},
+		{"collection=%zz", "url"},
+		{"collection=a&collection=b", "collection"},
+		{"dimension=3&dimension=3", "dimension"},
+		{"collection=", "collection"},
+		{"dimension=", "dimension"},
+		{"distance=", "distance"},
+		{"metadata_keys=", "metadata_keys"},
+		{"=x", "url"},
+		{"opt=1&opt=2", "opt"},
+		{"opt=", "opt"},
+	} {
+		captured, capturedURL = driver.Config{}, nil
+		_, err := Open(ctx, "captureurl://u:s3cret@h/?"+tc.query, nil)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeInvalidArgument || e.Field != tc.field {
+			t.Errorf("?%s: %v, want CodeInvalidArgument on field %q", tc.query, err, tc.field)
+			continue
+		}
+		if capturedURL != nil {
+			t.Errorf("?%s: the driver was called", tc.query)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("?%s: error %q shows the password", tc.query, err)
+		}
+	}
+	// An escaped ';' is part of the value, and the driver gets the rest of
+	// the query, re-encoded, without the common parameters.
+	_, err := Open(ctx, "captureurl://h/?collection=zz%3Byy&dimension=3&opt=a%26b&other=x", nil)
+	if !errors.Is(err, errCaptured) {
+		t.Fatal(err)
+	}
+	if captured.Name != "zz;yy" || captured.Dimension != 3 {
+		t.Fatalf("driver got %+v", captured)
+	}
+	q, err := url.ParseQuery(capturedURL.RawQuery)
+	if err != nil || len(q) != 2 || q.Get("opt") != "a&b" || q.Get("other") != "x" {
+		t.Fatalf("driver got query %q (%v)", capturedURL.RawQuery, err)
+	}
+	if p, err := Params(capturedURL); err != nil || len(p) != 2 {
+		t.Fatalf("Params of the driver's URL: %v %v", p, err)
+	}
+}

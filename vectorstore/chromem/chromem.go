@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
 	chromemgo "github.com/philippgille/chromem-go"
@@ -42,11 +43,26 @@ const (
 	keyResource = "$resource"
 )
 
+// keyRevision carries a record's revision through the log: the log format
+// (wal.go) has no field for it, and a metadata entry is stored and replayed
+// verbatim by every version of it. The '$' keeps it apart from user keys
+// ([A-Za-z_][A-Za-z0-9_-]*); it lives in log frames only, never in memory,
+// in chromem-go's documents or in what a read returns. A record logged
+// before revisions existed has no entry and is given the next revision of
+// the collection when replayed.
+const keyRevision = "$rev"
+
 type meta struct {
 	Format    int             `json:"format"`
 	Name      string          `json:"name"`
 	Dimension int             `json:"dimension"`
 	Distance  driver.Distance `json:"distance"`
+	// Revision is the highest revision handed out when the log was last
+	// compacted. Compaction drops deleted records, whose revisions the
+	// replay of the new log can no longer see; the counter restarts above
+	// this floor so that a deleted id written again never gets one of its
+	// old revisions back.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // OpenCollection opens, creating if needed, the collection name stored under
@@ -141,8 +157,13 @@ type collection struct {
 	info driver.Info
 
 	// wmu serialises writers: log append + fsync happen under wmu only, so
-	// readers are not blocked while a write waits for the disk.
+	// readers are not blocked while a write waits for the disk. Revisions
+	// are assigned and conditional writes checked under wmu too, which
+	// makes UpsertIf and DeleteIf atomic: the directory lock keeps every
+	// other process out, and wmu every other writer of this one.
 	wmu    sync.Mutex
+	rev    int64 // the last revision handed out; guarded by wmu
+	meta   meta  // as last written to meta.json; guarded by wmu
 	log    *os.File
 	lock   *os.File
 	size   int64 // bytes of good frames in the log
@@ -200,6 +221,8 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 		info: driver.Info{Name: cfg.Name, Dimension: m.Dimension, Distance: m.Distance, Driver: "chromem"},
 		lock: lock,
 		recs: make(map[string]*driver.Record),
+		rev:  m.Revision,
+		meta: m,
 	}
 	if m.Distance == driver.DistanceCosine {
 		c.chr, err = chromemgo.NewDB().CreateCollection(cfg.Name, nil, noEmbedding)
@@ -225,6 +248,9 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 			for i := range e.recs {
 				if len(e.recs[i].Vector) != m.Dimension || e.recs[i].ID == "" {
 					return driver.Errorf(driver.CodeCorrupt, op, "", "log record %q has %d dimensions, collection %d", e.recs[i].ID, len(e.recs[i].Vector), m.Dimension)
+				}
+				if err := c.replayRevision(&e.recs[i]); err != nil {
+					return err
 				}
 			}
 			c.applyUpsert(ctx, e.recs)
@@ -361,6 +387,45 @@ func syncDir(dir string) error {
 	return nil
 }
 
+// replayRevision moves the revision of a replayed record from its log
+// metadata to Record.Revision and advances the counter past it.
+func (c *collection) replayRevision(r *driver.Record) error {
+	v, ok := r.Metadata[keyRevision]
+	if !ok {
+		c.rev++ // logged before revisions existed
+		r.Revision = c.rev
+		return nil
+	}
+	rev, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || rev <= 0 {
+		return driver.Errorf(driver.CodeCorrupt, "open", "", "log record %q has revision %q", r.ID, v)
+	}
+	delete(r.Metadata, keyRevision)
+	if len(r.Metadata) == 0 {
+		r.Metadata = nil
+	}
+	r.Revision = rev
+	c.rev = max(c.rev, rev)
+	return nil
+}
+
+// encodeRecords is encodeUpsert with each record's revision carried in its
+// logged metadata (see keyRevision).
+func encodeRecords(recs []driver.Record) []byte {
+	logged := make([]driver.Record, len(recs))
+	for i := range recs {
+		r := recs[i]
+		md := make(map[string]string, len(r.Metadata)+1)
+		for k, v := range r.Metadata {
+			md[k] = v
+		}
+		md[keyRevision] = strconv.FormatInt(r.Revision, 10)
+		r.Metadata = md
+		logged[i] = r
+	}
+	return encodeUpsert(logged)
+}
+
 func approxSize(r *driver.Record) int64 {
 	n := len(r.ID) + len(r.Layer) + len(r.Kind) + len(r.Scope.Thread) + len(r.Scope.Resource) + len(r.Text) + 4*len(r.Vector) + 40
 	for k, v := range r.Metadata {
@@ -451,20 +516,74 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	frame := encodeUpsert(recs)
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := c.appendFrame(frame); err != nil {
-		return err
-	}
 	owned := make([]driver.Record, len(recs))
 	for i := range recs {
 		owned[i] = recs[i].Clone()
 	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.upsertLocked(ctx, owned)
+}
+
+// upsertLocked gives recs (owned by the callee from here) their revisions,
+// logs and applies them; the caller holds wmu. Revisions are assigned under
+// wmu, in log order, so a later write of an id always has the greater one.
+// A failed append wastes the revisions it drew, which is harmless: they
+// only need to grow.
+func (c *collection) upsertLocked(ctx context.Context, recs []driver.Record) error {
+	for i := range recs {
+		c.rev++
+		recs[i].Revision = c.rev
+	}
+	if err := c.appendFrame(encodeRecords(recs)); err != nil {
+		return err
+	}
 	c.mu.Lock()
-	c.applyUpsert(ctx, owned)
+	c.applyUpsert(ctx, recs)
 	c.mu.Unlock()
 	return c.maybeCompact()
+}
+
+// storedRevision returns the revision of id, 0 if there is none; the
+// caller holds wmu, so it cannot change until the caller's write.
+func (c *collection) storedRevision(id string) int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if r, ok := c.recs[id]; ok {
+		return r.Revision
+	}
+	return 0
+}
+
+// UpsertIf writes rec if id is at revision expected. The check and the
+// write happen under wmu, which every writer holds.
+func (c *collection) UpsertIf(ctx context.Context, rec driver.Record, expected int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	owned := []driver.Record{rec.Clone()}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if cur := c.storedRevision(rec.ID); cur != expected {
+		return 0, driver.Conflict("upsert if", rec.ID, expected, cur)
+	}
+	if err := c.upsertLocked(ctx, owned); err != nil {
+		return 0, err
+	}
+	return owned[0].Revision, nil
+}
+
+// DeleteIf deletes id if it is at revision expected, under wmu.
+func (c *collection) DeleteIf(ctx context.Context, id string, expected int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if cur := c.storedRevision(id); cur != expected {
+		return driver.Conflict("delete if", id, expected, cur)
+	}
+	return c.deleteLocked(ctx, []string{id})
 }
 
 func (c *collection) Delete(ctx context.Context, ids []string) error {
@@ -773,10 +892,26 @@ func (c *collection) compact() error {
 	}
 	c.mu.RUnlock()
 	slices.SortFunc(recs, func(a, b driver.Record) int { return cmp.Compare(a.ID, b.ID) })
+	// The new log forgets the deleted records and their revisions. When one
+	// of those was the highest handed out, record the counter first, so
+	// that a reopen never hands it out again. (Usually the last write is
+	// live and carries the highest revision itself: no extra fsync.)
+	var live int64
+	for i := range recs {
+		live = max(live, recs[i].Revision)
+	}
+	if live < c.rev && c.meta.Revision < c.rev {
+		m := c.meta
+		m.Revision = c.rev
+		if err := writeMeta(c.dir, m); err != nil {
+			return err // the old log is untouched and stays in use
+		}
+		c.meta = m
+	}
 	var size int64
 	renamed, err := writeAtomic(c.dir, logFile, func(f *os.File) error {
 		for i := 0; i < len(recs); i += compactChunk {
-			fr := encodeUpsert(recs[i:min(i+compactChunk, len(recs))])
+			fr := encodeRecords(recs[i:min(i+compactChunk, len(recs))])
 			if _, err := f.Write(fr); err != nil {
 				return err
 			}

@@ -34,6 +34,21 @@
 // can leave a torn file that makes the whole database fail to open, and it
 // updates memory before the disk.
 //
+// Every record carries a revision, from a counter of the collection that
+// every write advances under the collection's write lock. The same lock
+// makes UpsertIf and DeleteIf atomic: the directory lock keeps other
+// processes out, so comparing and writing under it is a compare-and-swap.
+// The revision travels in the log frame of its write, as a reserved
+// metadata entry ("$rev", which no user key can spell, stripped on replay);
+// records logged before revisions existed are numbered in log order when
+// replayed. Compaction, which forgets deleted records, first saves the
+// counter in meta.json when a deleted record held the highest revision, so
+// a reopened collection never hands a revision out twice.
+//
+// A URL takes the common parameters only (collection, dimension, distance,
+// metadata_keys); any other is refused with vectorstore.ErrInvalidArgument
+// naming it.
+//
 // # Search
 //
 // Both paths are exact brute force. chromem-go holds the vectors of cosine

@@ -2,9 +2,10 @@ package chromem
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"path/filepath"
-	"strings"
+	"slices"
 
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
@@ -17,7 +18,8 @@ func init() { vectorstore.Register(Scheme, openURL) }
 
 // openURL opens "chromem:///abs/dir?collection=name" or, for a path
 // relative to the working directory, "chromem:rel/dir?collection=name". The
-// driver takes no query parameters beyond the common ones.
+// driver takes no query parameters beyond the common ones: any other is
+// refused, named in Field, before anything is created.
 func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
 	dir := u.Path
 	if u.Opaque != "" {
@@ -29,8 +31,12 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 	if dir == "" {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "open", "url", "chromem URL names no directory")
 	}
-	for k := range u.Query() {
-		return nil, driver.Errorf(driver.CodeInvalidArgument, "open", "url", "unknown chromem URL parameter %q (known: %s)", k, strings.Join([]string{"collection", "dimension", "distance", "metadata_keys"}, ", "))
+	q, err := vectorstore.Params(u)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "open", k, "unknown chromem URL parameter %q (chromem takes only the common ones: collection, dimension, distance, metadata_keys)", k)
 	}
 	return OpenDriver(ctx, filepath.Clean(dir), cfg)
 }

@@ -21,6 +21,25 @@
 // UTC, and must make every write durable before the call returns (a write
 // that returned nil survives a process crash and a Close/reopen).
 //
+// # Revisions and conditional writes
+//
+// Every record carries a Revision that the driver owns: the Revision of a
+// Record passed to Upsert or UpsertIf is ignored, and every successful
+// write of a record (Upsert or UpsertIf) stores a new revision, at least 1
+// and greater than every revision the id had before, including before a
+// Delete: a revision never comes back for an id, so a stale one can never
+// match again (no ABA). Get, List and Query return the stored revision.
+// Revisions need not be consecutive. Drivers draw them from a counter of
+// the collection (chromem, pgvector) or from a clock (Qdrant; see its
+// package documentation for what that guarantees across processes).
+//
+// UpsertIf and DeleteIf are the compare-and-swap on a revision that makes a
+// read-modify-write safe against concurrent writers: read the record, change
+// it, write it back with UpsertIf(rec, rec.Revision); on a CodeConflict
+// error re-read and retry. The comparison and the write must be one atomic
+// step of the backend: no other write of that id may come between them.
+// A conflict writes nothing.
+//
 // Determinism rules every driver follows (the conformance suite in
 // vectorstore/vectortest checks them):
 //
@@ -131,9 +150,16 @@ type Record struct {
 	ValidFrom time.Time `json:"valid_from,omitzero"`
 	// ValidTo is the exclusive end of that period; zero means "still valid".
 	ValidTo time.Time `json:"valid_to,omitzero"`
+	// Revision identifies the stored version of the record. The store sets
+	// it on every write and returns it on every read; a value given to a
+	// write is ignored. Pass it back to UpsertIf or DeleteIf to write only
+	// if nobody else wrote the record since it was read. See the package
+	// documentation for its guarantees.
+	Revision int64 `json:"revision,omitempty"`
 }
 
-// Clone returns a deep copy of r (vector and metadata are copied).
+// Clone returns a deep copy of r (vector and metadata are copied; the
+// revision is kept).
 func (r Record) Clone() Record {
 	if r.Vector != nil {
 		r.Vector = append([]float32(nil), r.Vector...)
@@ -275,13 +301,24 @@ type Collection interface {
 	// Info describes the open collection; Dimension is never 0.
 	Info() Info
 	// Upsert inserts or replaces recs by ID, atomically where the backend
-	// allows. Returning nil means every record is durable.
+	// allows, giving each a new revision. Returning nil means every record
+	// is durable.
 	Upsert(ctx context.Context, recs []Record) error
+	// UpsertIf writes rec only if the stored revision of rec.ID is
+	// expected, where expected 0 means "no record with this id exists", and
+	// returns the new revision. The check and the write are atomic. On a
+	// mismatch nothing is written and the error is a CodeConflict *Error
+	// (see Conflict). expected is never negative.
+	UpsertIf(ctx context.Context, rec Record, expected int64) (rev int64, err error)
 	// Get returns the record with id (with its vector); found is false if
 	// there is none.
 	Get(ctx context.Context, id string) (rec Record, found bool, err error)
 	// Delete removes the records with these ids; missing ids are ignored.
 	Delete(ctx context.Context, ids []string) error
+	// DeleteIf removes the record id only if its stored revision is
+	// expected (always > 0), atomically. A missing record or another
+	// revision is a CodeConflict error, and nothing is removed.
+	DeleteIf(ctx context.Context, id string, expected int64) error
 	// DeleteWhere removes every record matching f (never the zero filter)
 	// and returns how many it removed.
 	DeleteWhere(ctx context.Context, f Filter) (int, error)

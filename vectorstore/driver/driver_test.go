@@ -83,3 +83,34 @@ func TestScoreAndDistance(t *testing.T) {
 		t.Errorf("ParseDistance(manhattan) = %v", err)
 	}
 }
+
+func TestConflictError(t *testing.T) {
+	for _, tc := range []struct {
+		expected, actual int64
+		want             string
+	}{
+		{3, 5, "expected revision 3, found revision 5"},
+		{0, 5, "expected no record, found revision 5"},
+		{3, 0, "expected revision 3, found no record"},
+		{3, -1, "expected revision 3, found another revision"},
+		{3, 3, "expected revision 3, found another revision"},
+	} {
+		err := error(Conflict("upsert if", "x", tc.expected, tc.actual))
+		if !errors.Is(err, ErrConflict) || CodeOf(err) != CodeConflict {
+			t.Fatalf("Conflict(%d, %d) = %v: not ErrConflict", tc.expected, tc.actual, err)
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.ID != "x" || e.Field != "revision" || e.Msg != tc.want {
+			t.Errorf("Conflict(%d, %d) = %+v, want message %q", tc.expected, tc.actual, e, tc.want)
+		}
+	}
+}
+
+func TestCloneKeepsRevision(t *testing.T) {
+	r := Record{ID: "a", Revision: 7, Vector: []float32{1}, Metadata: map[string]string{"k": "v"}}
+	c := r.Clone()
+	c.Vector[0], c.Metadata["k"] = 2, "w"
+	if c.Revision != 7 || r.Vector[0] != 1 || r.Metadata["k"] != "v" {
+		t.Fatalf("Clone = %+v (original %+v)", c, r)
+	}
+}

@@ -22,6 +22,9 @@ const (
 	CodeClosed             Code = "CLOSED"
 	CodeUnsupportedScheme  Code = "UNSUPPORTED_SCHEME"
 	CodeCorrupt            Code = "CORRUPT"
+	// CodeConflict: a conditional write (UpsertIf, DeleteIf) found another
+	// revision than the one it expected, and wrote nothing.
+	CodeConflict Code = "CONFLICT"
 )
 
 // Sentinel errors, one per [Code]. Every *Error unwraps to the sentinel of
@@ -39,6 +42,7 @@ var (
 	ErrClosed             = errors.New("vectorstore: collection closed")
 	ErrUnsupportedScheme  = errors.New("vectorstore: unsupported URL scheme")
 	ErrCorrupt            = errors.New("vectorstore: corrupt data")
+	ErrConflict           = errors.New("vectorstore: revision conflict")
 )
 
 var sentinels = map[Code]error{
@@ -53,6 +57,7 @@ var sentinels = map[Code]error{
 	CodeClosed:             ErrClosed,
 	CodeUnsupportedScheme:  ErrUnsupportedScheme,
 	CodeCorrupt:            ErrCorrupt,
+	CodeConflict:           ErrConflict,
 }
 
 // Error is the typed error of the vectorstore packages. Use errors.As to read
@@ -70,6 +75,26 @@ type Error struct {
 // own typed failures (for example CodeConfigMismatch on open).
 func Errorf(code Code, op, field, format string, args ...any) *Error {
 	return &Error{Code: code, Op: op, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Conflict is the CodeConflict error of a conditional write of id that
+// expected revision expected (0: no record) and found actual (0: no record;
+// negative: unknown, or changed while the write was checked).
+func Conflict(op, id string, expected, actual int64) *Error {
+	want := fmt.Sprintf("revision %d", expected)
+	if expected == 0 {
+		want = "no record"
+	}
+	var got string
+	switch {
+	case actual == 0:
+		got = "no record"
+	case actual < 0 || actual == expected:
+		got = "another revision"
+	default:
+		got = fmt.Sprintf("revision %d", actual)
+	}
+	return &Error{Code: CodeConflict, Op: op, ID: id, Field: "revision", Msg: "expected " + want + ", found " + got}
 }
 
 func (e *Error) Error() string {

@@ -125,10 +125,13 @@ func TestCollectionNames(t *testing.T) {
 	}
 }
 
-// Collections can live in a schema of their own.
+// Collections can live in a schema of their own. The collection name is
+// unique to the run: the test must not depend on what the database's
+// public schema already holds (a "memories" collection, say).
 func TestSchemaOption(t *testing.T) {
 	pool := testPool(t, testDSN(t))
 	schema := fmt.Sprintf("strata_s%08x", rand.Uint32())
+	name := fmt.Sprintf("schemaopt_%08x", rand.Uint32())
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +140,7 @@ func TestSchemaOption(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	c, err := OpenCollection(ctx, pool, "memories", &vectorstore.Options{Dimension: 2}, &Options{Schema: schema})
+	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, &Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +148,126 @@ func TestSchemaOption(t *testing.T) {
 	if err := c.Upsert(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.UpsertIf(ctx, vectorstore.Record{ID: "b", Vector: []float32{1, 0}}, 0); err != nil {
+		t.Fatalf("conditional write in a schema (its sequence lives there too): %v", err)
+	}
 	var n int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "strata_vec_memories"}.Sanitize()).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("rows in %s.strata_vec_memories: %d, %v", schema, n, err)
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, tableFor(name)}.Sanitize()).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows in %s.%s: %d, %v", schema, tableFor(name), n, err)
 	}
 	var public bool
-	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM strata_vec_collections WHERE name = 'memories')").Scan(&public); err == nil && public {
+	err = pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM strata_vec_collections WHERE name = $1)", name).Scan(&public)
+	if err != nil && !isUndefinedTable(err) {
+		t.Fatal(err)
+	}
+	if public {
 		t.Fatal("collection registered in the public catalog too")
+	}
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NULL", tableFor(name)+"_rev").Scan(&public); err != nil || !public {
+		t.Fatalf("revision sequence created outside the schema (%v)", err)
+	}
+}
+
+// TestDroppedTable: a collection table dropped out of band leaves its
+// catalog row and migration records. An open handle reports the missing
+// table plainly; the next open re-creates it (empty, with its indexes),
+// and revisions continue above those handed out before.
+func TestDroppedTable(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	name := fmt.Sprintf("dropped_%08x", rand.Uint32())
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{tableFor(name)}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Count(ctx, vectorstore.Filter{}); err == nil || !strings.Contains(err.Error(), "dropped outside strata") {
+		t.Fatalf("count on the dropped table: %v, want an error saying the table is missing", err)
+	}
+	c2, err := OpenCollection(ctx, pool, name, nil, nil)
+	if err != nil {
+		t.Fatalf("reopen after the table was dropped: %v", err)
+	}
+	defer c2.Close()
+	if in := c2.Info(); in.Dimension != 2 {
+		t.Fatalf("re-created collection: %+v", in)
+	}
+	if n, err := c2.Count(ctx, vectorstore.Filter{}); err != nil || n != 0 {
+		t.Fatalf("count after re-creation: %d %v", n, err)
+	}
+	rev, err := c2.UpsertIf(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev <= old.Revision {
+		t.Fatalf("revision %d in the re-created table, %d before the drop", rev, old.Revision)
+	}
+	var idx int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_indexes WHERE tablename = $1", tableFor(name)).Scan(&idx); err != nil || idx != 7 {
+		t.Fatalf("%d indexes on the re-created table (%v), want 7", idx, err)
+	}
+	// The handle opened before the drop works again too.
+	if n, err := c.Count(ctx, vectorstore.Filter{}); err != nil || n != 1 {
+		t.Fatalf("old handle after re-creation: %d %v", n, err)
+	}
+}
+
+// TestRevisionMigration: a table created before revisions existed gains
+// the column on open; its rows are at revision 1 and later writes above.
+func TestRevisionMigration(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	name := fmt.Sprintf("premig_%08x", rand.Uint32())
+	t.Cleanup(func() { dropCollection(t, pool, name) })
+	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, &Options{Index: IndexNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "old", Text: "before", Vector: []float32{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// Back to the schema of version 1.
+	table := pgx.Identifier{tableFor(name)}.Sanitize()
+	for _, sql := range []string{
+		"ALTER TABLE " + table + " DROP COLUMN revision",
+		"DROP SEQUENCE " + pgx.Identifier{tableFor(name) + "_rev"}.Sanitize(),
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version = 2", "vectorstore/pgvector:"+tableFor(name)); err != nil {
+		t.Fatal(err)
+	}
+	c, err = OpenCollection(ctx, pool, name, nil, nil)
+	if err != nil {
+		t.Fatalf("open of a version 1 table: %v", err)
+	}
+	defer c.Close()
+	got, err := c.Get(ctx, "old")
+	if err != nil || got.Revision != 1 || got.Text != "before" {
+		t.Fatalf("row written before the migration: %+v %v, want revision 1", got, err)
+	}
+	rev, err := c.UpsertIf(ctx, vectorstore.Record{ID: "old", Text: "after", Vector: []float32{1, 0}}, 1)
+	if err != nil || rev <= 1 {
+		t.Fatalf("UpsertIf at revision 1: %d %v", rev, err)
+	}
+	// New records draw from the sequence, above the migrated ones.
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "new", Vector: []float32{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Get(ctx, "new"); err != nil || n.Revision <= rev {
+		t.Fatalf("new record: %+v %v, want a revision above %d", n, err, rev)
 	}
 }
 
@@ -257,9 +373,10 @@ func TestOpenByURL(t *testing.T) {
 			t.Errorf("%v: %v, want ErrInvalidArgument", kv, err)
 		}
 	}
-	// A misspelt parameter reaches the server as a setting and is refused.
-	if _, err := vectorstore.Open(ctx, with("postgres", "collection", name, "exakt", "true"), nil); err == nil {
-		t.Error("unknown parameter accepted")
+	// A misspelt parameter is refused before connecting, by name.
+	_, err = vectorstore.Open(ctx, with("postgres", "collection", name, "exakt", "true"), nil)
+	if e := (*driver.Error)(nil); !errors.As(err, &e) || e.Code != driver.CodeInvalidArgument || e.Field != "exakt" {
+		t.Errorf("unknown parameter: %v, want CodeInvalidArgument on exakt", err)
 	}
 	// A URL pgx cannot parse is reported without echoing the password.
 	_, err = vectorstore.Open(ctx, "postgres://u:hunter2@127.0.0.1/db?collection=x&sslmode=bogus", nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,8 +49,8 @@ const (
 
 // Options are the pgvector-specific options. The zero value is useful: the
 // connection's current schema, an HNSW index (m 16, ef_construction 64) for
-// collections of at most 2000 dimensions, ef_search 40, COPY from 1000
-// records up, 30 s per call.
+// collections of at most 2000 dimensions, ef_search 160 (DefaultEfSearch),
+// COPY from 1000 records up, 30 s per call.
 type Options struct {
 	// Schema holds the catalog and collection tables; "" means the
 	// connection's current schema (the first of search_path, usually public).
@@ -129,6 +130,7 @@ type collection struct {
 
 	// SQL expanded once per collection.
 	qGet, qUpsert, qMerge, qTemp, distExact, distIndex string
+	qInsertIf, qUpdateIf, qDeleteIf                    string
 	// Bulk load into an empty table: drop the HNSW index, load, build it
 	// once over all rows (much faster than inserting into the graph row by
 	// row), in the load's transaction.
@@ -333,21 +335,58 @@ func openInTx(ctx context.Context, tx pgx.Tx, o *Options, cfg driver.Config, tab
 		hnsw = hnswSQL(d, *m, *efc)
 	}
 	tn := newNames(o.Schema, table, dim, hnsw)
-	if err := migrateTx(ctx, tx, tn, "vectorstore/pgvector:"+table, collectionSteps); err != nil {
+	component := "vectorstore/pgvector:" + table
+	if err := recreateIfDropped(ctx, tx, tn, component); err != nil {
+		return info, "", err
+	}
+	if err := migrateTx(ctx, tx, tn, component, collectionSteps); err != nil {
 		return info, "", err
 	}
 	info.Dimension, info.Distance = dim, d
 	return info, hnsw, nil
 }
 
-const cols = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to"
+// recreateIfDropped handles a collection table dropped out of band (DROP
+// TABLE by hand, a restore that skipped it): its catalog row and migration
+// records remain, so the migrations would be skipped and every call would
+// fail with "relation does not exist". The migration records are removed
+// so that migrateTx creates the table again, empty, with its indexes; the
+// records it held are gone in any case. It is logged, since it means data
+// was lost outside strata. The caller holds the migration lock.
+func recreateIfDropped(ctx context.Context, tx pgx.Tx, n *names, component string) error {
+	have, err := applied(ctx, tx, n, component)
+	if err != nil || have == 0 {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", n.expand("{table}")).Scan(&exists); err != nil {
+		return fmt.Errorf("look up table of %s: %w", component, err)
+	}
+	if exists {
+		return nil
+	}
+	slog.Warn("pgvector: collection table is missing (dropped outside strata?); re-creating it empty", "table", n.expand("{table}"))
+	if _, err := tx.Exec(ctx, n.expand("DELETE FROM {migrations} WHERE component = $1"), component); err != nil {
+		return fmt.Errorf("reset migrations of %s: %w", component, err)
+	}
+	return nil
+}
+
+// cols are the columns a write sets; selCols what a read returns. The
+// revision is never written from a record: inserts take it from the
+// column default (nextval of the collection's sequence), updates set it to
+// nextval.
+const (
+	cols    = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to"
+	selCols = cols + ", revision"
+)
 
 func (c *collection) prepareSQL() {
 	n := c.n
-	c.qGet = n.expand("SELECT " + cols + ", embedding FROM {table} WHERE id = $1")
+	c.qGet = n.expand("SELECT " + selCols + ", embedding FROM {table} WHERE id = $1")
 	set := `ON CONFLICT (id) DO UPDATE SET layer = EXCLUDED.layer, kind = EXCLUDED.kind, thread = EXCLUDED.thread,
 	resource = EXCLUDED.resource, content = EXCLUDED.content, metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at,
-	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, embedding = EXCLUDED.embedding`
+	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, embedding = EXCLUDED.embedding, revision = nextval({seq_lit}::regclass)`
 	c.qUpsert = n.expand(`INSERT INTO {table} (` + cols + `, embedding)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]::jsonb[],
 	$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::vector[])
@@ -357,8 +396,28 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
 	c.qDropHNSW = n.expand(`DROP INDEX IF EXISTS {idx_hnsw}`)
 	c.qCreateHNSW = n.expand(`{hnsw}`)
 	c.qAnalyze = n.expand(`ANALYZE {table}`)
-	c.qMerge = n.expand(`INSERT INTO {table} (` + cols + `, embedding) SELECT ` + cols + `, embedding FROM strata_vec_load
+	// The temporary table has the revision default too: its rows drew
+	// their revision when copied in, and a row inserted by the merge keeps
+	// it rather than drawing another.
+	c.qMerge = n.expand(`INSERT INTO {table} (` + cols + `, embedding, revision) SELECT ` + cols + `, embedding, revision FROM strata_vec_load
 ` + set)
+	// Conditional writes: one statement each, atomic under PostgreSQL's
+	// row locking. INSERT ... ON CONFLICT DO NOTHING waits for a concurrent
+	// insert of the id and then does nothing; UPDATE ... WHERE revision =
+	// re-checks the condition on the row version it finally locks. The
+	// second column reads the revision as of the statement's snapshot, for
+	// the conflict message only.
+	c.qInsertIf = n.expand(`WITH w AS (
+	INSERT INTO {table} (` + cols + `, embedding) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11)
+	ON CONFLICT (id) DO NOTHING RETURNING revision)
+SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
+	c.qUpdateIf = n.expand(`WITH w AS (
+	UPDATE {table} SET layer = $2, kind = $3, thread = $4, resource = $5, content = $6, metadata = $7::text::jsonb,
+		created_at = $8, valid_from = $9, valid_to = $10, embedding = $11, revision = nextval({seq_lit}::regclass)
+	WHERE id = $1 AND revision = $12 RETURNING revision)
+SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
+	c.qDeleteIf = n.expand(`WITH w AS (DELETE FROM {table} WHERE id = $1 AND revision = $2 RETURNING revision)
+SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
 	// Exact search calls the distance functions, which no index can serve:
 	// the planner must scan and sort, so ORDER BY distance, id is exact even
 	// where an incremental sort over the HNSW index would be cheaper. Index
@@ -493,6 +552,59 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 	})
 }
 
+// UpsertIf writes rec if its stored revision is expected, in one
+// statement. It is not retried after a connection failure unless pgx
+// proves nothing reached the server: a write that was applied would, run
+// again, report a conflict with itself.
+func (c *collection) UpsertIf(ctx context.Context, rec driver.Record, expected int64) (int64, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	r := &rec
+	args := []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
+		tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), pgv.NewVector(r.Vector)}
+	sql := c.qInsertIf
+	if expected > 0 {
+		sql = c.qUpdateIf
+		args = append(args, expected)
+	}
+	var written, seen *int64
+	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, sql, args...).Scan(&written, &seen)
+	})
+	if err != nil {
+		return 0, c.fail(ctx, "upsert if", err)
+	}
+	if written == nil {
+		return 0, driver.Conflict("upsert if", rec.ID, expected, revOrZero(seen))
+	}
+	return *written, nil
+}
+
+// DeleteIf deletes id if its stored revision is expected, in one statement
+// (not retried, like UpsertIf).
+func (c *collection) DeleteIf(ctx context.Context, id string, expected int64) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var deleted, seen *int64
+	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, c.qDeleteIf, id, expected).Scan(&deleted, &seen)
+	})
+	if err != nil {
+		return c.fail(ctx, "delete if", err)
+	}
+	if deleted == nil {
+		return driver.Conflict("delete if", id, expected, revOrZero(seen))
+	}
+	return nil
+}
+
+func revOrZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 // Get returns the record with id.
 func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, error) {
 	ctx, cancel := c.bound(ctx)
@@ -588,7 +700,7 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 	if q.Desc {
 		order = " ORDER BY created_at DESC, id DESC"
 	}
-	sel := "SELECT " + cols
+	sel := "SELECT " + selCols
 	if q.WithVectors {
 		sel += ", embedding"
 	}
@@ -629,7 +741,7 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 	var b sqlBuilder
 	b.arg(vec) // $1, referenced by the distance expressions
 	where := b.filter(&q.Filter)
-	sel := "SELECT " + cols
+	sel := "SELECT " + selCols
 	if q.WithVectors {
 		sel += ", embedding"
 	}
@@ -713,7 +825,7 @@ func (c *collection) Close() error {
 	return nil
 }
 
-// scanRecords reads rows of cols [, embedding] [, d]. With dist, the
+// scanRecords reads rows of selCols [, embedding] [, d]. With dist, the
 // distance goes to Match.Score.
 func scanRecords(rows pgx.Rows, withVec, dist bool) ([]driver.Match, error) {
 	defer rows.Close()
@@ -726,7 +838,7 @@ func scanRecords(rows pgx.Rows, withVec, dist bool) ([]driver.Match, error) {
 			from, to *time.Time
 			vec      pgv.Vector
 		)
-		dst := []any{&r.ID, &r.Layer, &r.Kind, &r.Scope.Thread, &r.Scope.Resource, &r.Text, &meta, &r.CreatedAt, &from, &to}
+		dst := []any{&r.ID, &r.Layer, &r.Kind, &r.Scope.Thread, &r.Scope.Resource, &r.Text, &meta, &r.CreatedAt, &from, &to, &r.Revision}
 		if withVec {
 			dst = append(dst, &vec)
 		}
@@ -817,6 +929,12 @@ func (c *collection) fail(ctx context.Context, op string, err error) error {
 	if driver.CodeOf(err) != "" {
 		return err
 	}
+	if isUndefinedTable(err) {
+		// Not a typed error: nothing the caller passed is wrong, and no
+		// code says "the backend lost the table".
+		return fmt.Errorf("pgvector: %s: table %s of collection %q is missing (dropped outside strata?); reopening the collection re-creates it: %w",
+			op, c.n.expand("{table}"), c.info.Name, withCtx(ctx, err))
+	}
 	return fmt.Errorf("pgvector: %s: %w", op, withCtx(ctx, err))
 }
 
@@ -852,6 +970,9 @@ func DropCollection(ctx context.Context, pool *pgxpool.Pool, schema, name string
 			return err
 		}
 		if _, err := tx.Exec(ctx, n.expand("DROP TABLE IF EXISTS {table}")); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, n.expand("DROP SEQUENCE IF EXISTS {seq}")); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, n.expand("DELETE FROM {migrations} WHERE component = $1"), "vectorstore/pgvector:"+table)

@@ -83,6 +83,18 @@ CREATE INDEX IF NOT EXISTS {idx_resource} ON {table} (resource) WHERE resource <
 CREATE INDEX IF NOT EXISTS {idx_layer} ON {table} (layer, kind);
 CREATE INDEX IF NOT EXISTS {idx_meta} ON {table} USING gin (metadata jsonb_path_ops);
 {hnsw}`},
+	// Revisions for conditional writes. Rows written before this step
+	// count as revision 1 (a constant default: no table rewrite), and the
+	// sequence starts above them. Every later insert takes nextval from the
+	// column default and every update sets it, so revisions grow per
+	// collection, not per row. The sequence is deliberately not OWNED BY
+	// the column: it outlives a table dropped out of band, and a table
+	// re-created from the catalog continues above every revision handed
+	// out before (DropCollection drops it).
+	{2, "add revision column", `
+CREATE SEQUENCE IF NOT EXISTS {seq} AS bigint START 2;
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS revision bigint NOT NULL DEFAULT 1;
+ALTER TABLE {table} ALTER COLUMN revision SET DEFAULT nextval({seq_lit}::regclass)`},
 }
 
 // latest returns the last version of steps.
@@ -143,6 +155,11 @@ func newNames(schema, table string, dim int, hnsw string) *names {
 	idx := func(suffix string) string { return pgx.Identifier{table + suffix}.Sanitize() }
 	pairs := []string{
 		"{table}", n.q(table),
+		// The revision sequence, as an identifier and as a text literal
+		// for nextval. Schema and table names are plain identifiers
+		// (identRE, tableFor), so the literal needs no quote escaping.
+		"{seq}", n.q(table + "_rev"),
+		"{seq_lit}", "'" + n.q(table+"_rev") + "'",
 		"{catalog}", n.q(CatalogTable),
 		"{migrations}", n.q(migrationsTable),
 		"{dim}", strconv.Itoa(dim),

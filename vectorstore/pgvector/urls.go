@@ -2,7 +2,11 @@ package pgvector
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,57 +33,233 @@ func init() {
 // the rest goes to pgx).
 var driverParams = []string{"schema", "index", "m", "ef_construction", "ef_search", "exact", "copy_threshold", "timeout"}
 
-// openURL opens "postgres://user@host:5432/db?collection=memories&dimension=384".
-// Besides the common parameters it reads schema, index (hnsw|none), m,
-// ef_construction, ef_search, exact (true|false), copy_threshold and timeout
-// (a Go duration); see Options. Every other parameter goes to pgx as a
-// connection setting (sslmode, application_name, pool_max_conns, ...);
-// pgx sends names it does not know to the server as run-time parameters,
-// and the server rejects a misspelt one when connecting.
-func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+// check validates one parameter value locally; nil accepts any value.
+type check func(v string) error
+
+func intIn(lo, hi int64) check {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		if n < lo || n > hi {
+			if hi == math.MaxInt32 || hi == math.MaxInt64 {
+				return errors.New("must be at least " + strconv.FormatInt(lo, 10))
+			}
+			return errors.New("must be in " + strconv.FormatInt(lo, 10) + ".." + strconv.FormatInt(hi, 10))
+		}
+		return nil
+	}
+}
+
+func oneOf(vals ...string) check {
+	return func(v string) error {
+		if slices.Contains(vals, v) {
+			return nil
+		}
+		return errors.New("want one of " + strings.Join(vals, ", "))
+	}
+}
+
+func nonNegDuration(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("not a duration (e.g. 30s, 1h)")
+	}
+	if d < 0 {
+		return errors.New("negative duration")
+	}
+	return nil
+}
+
+// ports checks a port or, for several hosts, a comma-separated list.
+func ports(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p == "" {
+			continue // pgx: an empty entry means the default port
+		}
+		if intIn(1, 65535)(p) != nil {
+			return errors.New("not a port (1..65535)")
+		}
+	}
+	return nil
+}
+
+// pgxParams are the connection parameters passed on to pgx, with the checks
+// that catch a bad value here instead of as pgx's "cannot parse" (whose
+// message cannot be shown: it quotes the URL). They are the libpq keywords
+// pgconn.ParseConfig knows (v5.12), pgx's own (statement and description
+// cache, query exec mode), pgxpool's pool_* settings, and a few PostgreSQL
+// run-time settings commonly given at connection time. pgx sends any other
+// name to the server as a run-time setting, where a misspelt one fails only
+// when connecting, as "failed to connect": so any other name is refused
+// here; set other server settings with options=-c name=value, as libpq
+// does.
+var pgxParams = map[string]check{
+	// libpq connection parameters.
+	"host": nil, "port": ports, "dbname": nil, "database": nil, "user": nil, "password": nil, "passfile": nil,
+	"connect_timeout":      intIn(0, math.MaxInt32),
+	"sslmode":              oneOf("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+	"sslkey":               nil,
+	"sslcert":              nil,
+	"sslrootcert":          nil,
+	"sslpassword":          nil,
+	"sslcertmode":          oneOf("disable", "allow", "require"),
+	"sslnegotiation":       oneOf("postgres", "direct"),
+	"sslsni":               oneOf("0", "1"),
+	"krbspn":               nil,
+	"krbsrvname":           nil,
+	"target_session_attrs": oneOf("any", "read-write", "read-only", "primary", "standby", "prefer-standby"),
+	"service":              nil,
+	"servicefile":          nil,
+	"min_protocol_version": oneOf("3.0", "3.2", "latest"),
+	"max_protocol_version": oneOf("3.0", "3.2", "latest"),
+	"channel_binding":      oneOf("disable", "prefer", "require"),
+	"require_auth":         nil,
+	// pgx.
+	"statement_cache_capacity":   intIn(0, math.MaxInt32),
+	"description_cache_capacity": intIn(0, math.MaxInt32),
+	"default_query_exec_mode":    oneOf("cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"),
+	// pgxpool.
+	"pool_max_conns":                intIn(1, math.MaxInt32),
+	"pool_min_conns":                intIn(0, math.MaxInt32),
+	"pool_min_idle_conns":           intIn(0, math.MaxInt32),
+	"pool_max_conn_lifetime":        nonNegDuration,
+	"pool_max_conn_idle_time":       nonNegDuration,
+	"pool_health_check_period":      nonNegDuration,
+	"pool_max_conn_lifetime_jitter": nonNegDuration,
+	"pool_ping_timeout":             nonNegDuration,
+	// Server run-time settings sent in the startup message.
+	"application_name": nil, "options": nil, "search_path": nil, "timezone": nil,
+	"statement_timeout": nil, "lock_timeout": nil, "idle_in_transaction_session_timeout": nil,
+}
+
+// PgxParams returns the names of the connection parameters a URL may carry
+// besides the common ones and this driver's own, sorted. Each goes to pgx
+// unchanged.
+func PgxParams() []string { return slices.Sorted(maps.Keys(pgxParams)) }
+
+// parseURL splits the query of u into the driver's Options and the
+// connection string for pgx, validating every parameter locally.
+func parseURL(u *url.URL) (Options, string, error) {
 	bad := func(field, format string, args ...any) error {
 		return driver.Errorf(driver.CodeInvalidArgument, "open", field, format, args...)
 	}
-	q := u.Query()
 	o := Options{ClosePool: true}
-	for _, k := range driverParams {
-		if !q.Has(k) {
+	q, err := vectorstore.Params(u)
+	if err != nil {
+		return o, "", err
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		v := q.Get(k)
+		if slices.Contains(driverParams, k) {
+			q.Del(k)
+			var err error
+			switch k {
+			case "schema":
+				o.Schema = v
+			case "index":
+				o.Index = strings.ToLower(v)
+			case "m":
+				o.M, err = strconv.Atoi(v)
+			case "ef_construction":
+				o.EfConstruction, err = strconv.Atoi(v)
+			case "ef_search":
+				o.EfSearch, err = strconv.Atoi(v)
+			case "exact":
+				o.Exact, err = strconv.ParseBool(v)
+			case "copy_threshold":
+				o.CopyThreshold, err = strconv.Atoi(v)
+			case "timeout":
+				o.Timeout, err = time.ParseDuration(v)
+				if err == nil && o.Timeout <= 0 {
+					err = strconv.ErrRange
+				}
+			}
+			if err != nil {
+				return o, "", bad(k, "bad value %q: %v", v, err)
+			}
 			continue
 		}
-		v := q.Get(k)
-		q.Del(k)
-		var err error
-		switch k {
-		case "schema":
-			o.Schema = v
-		case "index":
-			o.Index = strings.ToLower(v)
-		case "m":
-			o.M, err = strconv.Atoi(v)
-		case "ef_construction":
-			o.EfConstruction, err = strconv.Atoi(v)
-		case "ef_search":
-			o.EfSearch, err = strconv.Atoi(v)
-		case "exact":
-			o.Exact, err = strconv.ParseBool(v)
-		case "copy_threshold":
-			o.CopyThreshold, err = strconv.Atoi(v)
-		case "timeout":
-			o.Timeout, err = time.ParseDuration(v)
-			if err == nil && o.Timeout <= 0 {
-				err = strconv.ErrRange
+		chk, known := pgxParams[k]
+		if known && strings.IndexByte(v, 0) >= 0 {
+			return o, "", bad(k, "value contains a NUL byte")
+		}
+		if !known {
+			return o, "", bad(k, "unknown postgres URL parameter %q (driver parameters: %s; connection parameters: see pgvector.PgxParams; set other server settings with options=-c name=value)",
+				k, strings.Join(driverParams, ", "))
+		}
+		if chk != nil {
+			if err := chk(v); err != nil { // no secret has a check: v may be shown
+				return o, "", bad(k, "bad value %q: %v", v, err)
 			}
 		}
-		if err != nil {
-			return nil, bad(k, "bad value %q: %v", v, err)
+	}
+	if q.Has("pool_min_conns") && q.Has("pool_max_conns") {
+		lo, _ := strconv.Atoi(q.Get("pool_min_conns"))
+		hi, _ := strconv.Atoi(q.Get("pool_max_conns"))
+		if lo > hi {
+			return o, "", bad("pool_min_conns", "pool_min_conns %d is greater than pool_max_conns %d", lo, hi)
 		}
 	}
 	u2 := *u
-	u2.RawQuery = q.Encode()
-	pcfg, err := pgxpool.ParseConfig(u2.String())
+	u2.RawQuery = libpqQuery(q)
+	return o, u2.String(), nil
+}
+
+// libpqQuery encodes q for pgx, which parses a URL query as libpq does:
+// '+' is a plus, not a space, and a value holds no raw '='. url.Values.Encode
+// writes spaces as '+', so "options=-c%20a%3Db" would reach the server as
+// "-c+a=b". Everything but unreserved characters is percent-encoded.
+func libpqQuery(q url.Values) string {
+	var b strings.Builder
+	esc := func(s string) {
+		const hex = "0123456789ABCDEF"
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~':
+				b.WriteByte(c)
+			default:
+				b.WriteByte('%')
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&15])
+			}
+		}
+	}
+	for i, k := range slices.Sorted(maps.Keys(q)) {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		esc(k)
+		b.WriteByte('=')
+		esc(q.Get(k))
+	}
+	return b.String()
+}
+
+// openURL opens "postgres://user@host:5432/db?collection=memories&dimension=384".
+// Besides the common parameters it reads schema, index (hnsw|none), m,
+// ef_construction, ef_search, exact (true|false), copy_threshold and timeout
+// (a Go duration); see Options. The connection parameters of PgxParams
+// (sslmode, application_name, pool_max_conns, ...) go to pgx, after a local
+// check of their value. Any other parameter is refused before connecting.
+func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+	o, conn, err := parseURL(u)
 	if err != nil {
-		// pgx's message may quote the URL, password included.
-		return nil, bad("url", "cannot parse PostgreSQL URL")
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(conn)
+	if err != nil {
+		// pgx's message quotes the URL, password included. Its cause
+		// (e.g. a strconv error) usually does not, except url.Parse's.
+		msg := "cannot parse PostgreSQL URL"
+		var uerr *url.Error
+		if cause := errors.Unwrap(err); cause != nil && !errors.As(cause, &uerr) {
+			if pw, _ := u.User.Password(); pw == "" || !strings.Contains(cause.Error(), pw) {
+				msg += ": " + cause.Error()
+			}
+		}
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "open", "url", "%s", msg)
 	}
 	pcfg.ConnConfig.BuildContextWatcherHandler = CancelOnServer
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

@@ -6,7 +6,9 @@
 //
 // URL parameters beyond the common ones (collection, dimension, distance,
 // metadata_keys): api_key (else $QDRANT_API_KEY), tls=true, exact=true,
-// pool=N, timeout=10s. OpenCollection takes an existing *qdrant.Client
+// pool=N, timeout=10s. Any other parameter, a malformed query or a bad
+// value is refused before connecting (vectorstore.ErrInvalidArgument, Field
+// naming the parameter). OpenCollection takes an existing *qdrant.Client
 // instead.
 //
 // # Mapping
@@ -15,13 +17,14 @@
 // (cosine, dot or Euclid). Qdrant point ids must be integers or UUIDs, so a
 // record id maps to a deterministic UUIDv5 (PointID) and the original id is
 // stored in the payload. Record fields are payload keys (id, layer, kind,
-// thread, resource, text, created_at, valid_from, valid_to) and metadata
-// the nested object "metadata"; empty fields are left out. Times are RFC
+// thread, resource, text, created_at, valid_from, valid_to, revision, and
+// writes for conditional writes) and metadata the nested object
+// "metadata"; empty fields are left out. Times are RFC
 // 3339 strings with microseconds in datetime payload indexes, so time
 // filters and ordering are exact at the vectorstore precision. Opening a
 // collection creates the payload indexes the filters use: keyword on layer,
 // kind, thread, resource and metadata.<k> for each Options.MetadataKeys,
-// datetime on the three times.
+// datetime on the three times, integer on revision.
 //
 // # Semantics the driver adds
 //
@@ -40,6 +43,47 @@
 // it forever. DeleteWhere scans the matching ids, then deletes with the
 // filter AND those ids, so a record moved out of the filter in between is
 // kept.
+//
+// # Revisions and conditional writes
+//
+// A point's revision is the integer payload key "revision" (indexed).
+// Qdrant has no counter a write could draw from atomically, so revisions
+// are clock values: the time in microseconds, raised above the last
+// revision the collection handle wrote and, for UpsertIf, above the
+// expected one. Within one process every write of an id therefore stores a
+// greater revision. Across processes that holds as long as their clocks
+// agree better than the time between two writes of one id: a plain Upsert
+// from a process whose clock is behind can store a smaller revision than
+// the one it replaces, and two plain Upserts of one id from two processes
+// in the same microsecond can store the same one. UpsertIf always stores a
+// revision greater than the one it replaced. Points written before
+// revisions existed read as revision 1.
+//
+// UpsertIf is a conditional upsert of Qdrant 1.17: update_mode insert_only
+// when expected is 0, otherwise update_only with update_filter "revision =
+// expected". Qdrant checks the filter and writes in one operation of the
+// shard, so of two writers expecting the same revision exactly one writes.
+// But Qdrant's answer does not say whether the point was written or left
+// alone, so UpsertIf reads the point before (a mismatch is a conflict
+// without a write) and after writing: each conditional write stores a
+// random 63-bit token in front of the point's last 32 (payload "writes"),
+// and the write succeeded if and only if its token is there afterwards.
+// The read back cannot decide, and reports a conflict, when between the
+// write and the read back the point was deleted, replaced by a plain Upsert
+// (which keeps no tokens) or written conditionally 32 more times; if the
+// write had happened, the caller's retry applies its change a second time,
+// on the newer state. DeleteIf deletes with the filter has_id AND revision,
+// and succeeds when the point is gone afterwards (also when a concurrent
+// delete removed it). A server older than 1.17 silently ignores update_mode
+// and would write unconditionally, so UpsertIf and DeleteIf check the
+// server version first (HealthCheck, once per handle) and fail with
+// ErrNoConditionalWrites on older servers. Conditional writes use strong
+// write ordering and their reads majority consistency, so that on a
+// replicated collection the check, the write and the read back see one
+// history. The protocol tests check them against the in-process fake (a
+// single node that implements Qdrant's documented conditional-upsert
+// semantics); TestConformance runs the same cases against a real server
+// when STRATA_QDRANT_ADDR is set.
 //
 // # Tests
 //

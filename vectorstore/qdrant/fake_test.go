@@ -25,7 +25,9 @@ import (
 // Qdrant's documented semantics where the driver depends on them: cosine
 // vectors normalised on upsert, Euclidean scores as distances (ascending),
 // filters with must/should/is_empty/has_id/nested filters, keyword match,
-// datetime ranges on RFC 3339 strings, order_by only on a field with a
+// datetime ranges on RFC 3339 strings, integer match, conditional upserts
+// (update_mode insert_only / update_only, update_filter checked against
+// the stored point, atomically with the write, as Qdrant 1.17 does), order_by only on a field with a
 // datetime/integer/float index, and — deliberately — equal scores and
 // equal order_by values returned in point-id order, not record-id order, so
 // the driver's own tie breaking is what the protocol tests observe.
@@ -52,6 +54,14 @@ type fakeQdrant struct {
 	// delay, when set, makes every points request wait that long first (or
 	// until the request's context ends), to simulate a hung server.
 	delay time.Duration
+	// version is what HealthCheck reports ("1.17.0" when empty).
+	version string
+	// upserts records every points Upsert request.
+	upserts []*qc.UpsertPoints
+	// afterGet and afterUpsert, when set, run at the end of every points
+	// Get / Upsert, under mu, to simulate a concurrent writer between a
+	// driver's requests.
+	afterGet, afterUpsert func(c *fakeColl)
 }
 
 type fakeColl struct {
@@ -112,7 +122,13 @@ func serveFake() (*fakeQdrant, string, func(), error) {
 }
 
 func (f *fakeQdrant) HealthCheck(context.Context, *qc.HealthCheckRequest) (*qc.HealthCheckReply, error) {
-	return &qc.HealthCheckReply{Title: "fake qdrant", Version: "1.17.0"}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.version
+	if v == "" {
+		v = "1.17.0"
+	}
+	return &qc.HealthCheckReply{Title: "fake qdrant", Version: v}, nil
 }
 
 func (f *fakeQdrant) coll(name string) (*fakeColl, error) {
@@ -225,6 +241,7 @@ func (f pointsServer) Upsert(_ context.Context, r *qc.UpsertPoints) (*qc.PointsO
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.waits = append(f.waits, r.GetWait())
+	f.upserts = append(f.upserts, proto.Clone(r).(*qc.UpsertPoints))
 	c, err := f.coll(r.GetCollectionName())
 	if err != nil {
 		return nil, err
@@ -244,8 +261,35 @@ func (f pointsServer) Upsert(_ context.Context, r *qc.UpsertPoints) (*qc.PointsO
 		}
 		staged = append(staged, &fakePoint{id: id, payload: clonePayload(p.GetPayload()), vector: v})
 	}
+	// Qdrant: insert_only leaves existing points alone, update_only never
+	// inserts, and update_filter keeps every existing point that does not
+	// match it as it is. The answer is the same whether or not a point was
+	// written.
 	for _, p := range staged {
+		old, exists := c.points[p.id]
+		switch r.GetUpdateMode() {
+		case qc.UpdateMode_InsertOnly:
+			if exists {
+				continue
+			}
+		case qc.UpdateMode_UpdateOnly:
+			if !exists {
+				continue
+			}
+		}
+		if exists && r.UpdateFilter != nil {
+			ok, err := c.match(r.GetUpdateFilter(), old)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
 		c.points[p.id] = p
+	}
+	if f.afterUpsert != nil {
+		f.afterUpsert(c)
 	}
 	return opOK(), nil
 }
@@ -317,6 +361,9 @@ func (s pointsServer) Get(_ context.Context, r *qc.GetPoints) (*qc.GetResponse, 
 		if p, ok := c.points[id.GetUuid()]; ok {
 			out = append(out, p.retrieved(r.GetWithPayload(), r.GetWithVectors()))
 		}
+	}
+	if s.afterGet != nil {
+		s.afterGet(c)
 	}
 	return &qc.GetResponse{Result: out}, nil
 }
@@ -415,11 +462,14 @@ func (c *fakeColl) cond(cond *qc.Condition, p *fakePoint) (bool, error) {
 		v, ok := lookup(p.payload, fc.GetKey())
 		switch {
 		case fc.GetMatch() != nil:
-			kw, isKw := fc.GetMatch().GetMatchValue().(*qc.Match_Keyword)
-			if !isKw {
-				return false, status.Error(codes.Unimplemented, "fake: only keyword match")
+			switch m := fc.GetMatch().GetMatchValue().(type) {
+			case *qc.Match_Keyword:
+				return ok && v.GetStringValue() == m.Keyword && isString(v), nil
+			case *qc.Match_Integer:
+				n, isInt := v.GetKind().(*qc.Value_IntegerValue)
+				return ok && isInt && n.IntegerValue == m.Integer, nil
 			}
-			return ok && v.GetStringValue() == kw.Keyword && isString(v), nil
+			return false, status.Error(codes.Unimplemented, "fake: only keyword and integer match")
 		case fc.GetDatetimeRange() != nil:
 			if !ok || !isString(v) {
 				return false, nil

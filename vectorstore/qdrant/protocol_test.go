@@ -80,6 +80,7 @@ func TestProtocolPayloadLayoutAndIndexes(t *testing.T) {
 		"layer": qc.FieldType_FieldTypeKeyword, "kind": qc.FieldType_FieldTypeKeyword, "thread": qc.FieldType_FieldTypeKeyword,
 		"resource": qc.FieldType_FieldTypeKeyword, "metadata.lang": qc.FieldType_FieldTypeKeyword,
 		"created_at": qc.FieldType_FieldTypeDatetime, "valid_from": qc.FieldType_FieldTypeDatetime, "valid_to": qc.FieldType_FieldTypeDatetime,
+		"revision": qc.FieldType_FieldTypeInteger,
 	}
 	for k, ft := range wantIdx {
 		if coll.schema[k] != ft {
@@ -95,7 +96,16 @@ func TestProtocolPayloadLayoutAndIndexes(t *testing.T) {
 		t.Fatalf("point %s not stored under the UUIDv5 of the record id", pid)
 	}
 	got := map[string]string{}
+	if rev := p.payload[keyRevision].GetIntegerValue(); rev <= 0 {
+		t.Fatalf("payload revision %v, want a positive integer", p.payload[keyRevision])
+	}
+	if _, ok := p.payload[keyWrites]; ok {
+		t.Fatal("a plain upsert stored write tokens")
+	}
 	for k, v := range p.payload {
+		if k == keyRevision {
+			continue
+		}
 		if st := v.GetStructValue(); st != nil {
 			for mk, mv := range st.GetFields() {
 				got[k+"."+mk] = mv.GetStringValue()
@@ -385,5 +395,241 @@ func TestWithCtxDeadlineStatus(t *testing.T) {
 	}
 	if err := qerr(context.Background(), status.Error(codes.Unavailable, "down")); errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		t.Fatalf("%v matches a context error", err)
+	}
+}
+
+// openCAS opens a fresh collection "cas" on a fake and returns both.
+func openCAS(t *testing.T) (*fakeQdrant, *vectorstore.Collection) {
+	t.Helper()
+	f, addr := startFake(t)
+	cl := newClient(t, addr, "")
+	c, err := OpenCollection(context.Background(), cl, "cas", &vectorstore.Options{Dimension: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return f, c
+}
+
+// TestProtocolConditionalRequests: UpsertIf is a conditional upsert
+// (insert_only to create, update_only with a revision filter to update),
+// with wait=true and strong ordering; DeleteIf deletes by has_id AND the
+// revision.
+func TestProtocolConditionalRequests(t *testing.T) {
+	f, c := openCAS(t)
+	ctx := context.Background()
+	r1, err := c.UpsertIf(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.UpsertIf(ctx, vectorstore.Record{ID: "a", Vector: []float32{0, 1}}, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	ups := slices.Clone(f.upserts)
+	f.mu.Unlock()
+	if len(ups) != 2 {
+		t.Fatalf("%d upsert requests, want 2", len(ups))
+	}
+	if u := ups[0]; u.GetUpdateMode() != qc.UpdateMode_InsertOnly || u.UpdateFilter != nil || !u.GetWait() || u.GetOrdering().GetType() != qc.WriteOrderingType_Strong {
+		t.Fatalf("create request: mode %v, filter %v, wait %v, ordering %v", u.GetUpdateMode(), u.GetUpdateFilter(), u.GetWait(), u.GetOrdering())
+	}
+	u := ups[1]
+	if u.GetUpdateMode() != qc.UpdateMode_UpdateOnly || !u.GetWait() || u.GetOrdering().GetType() != qc.WriteOrderingType_Strong {
+		t.Fatalf("update request: mode %v, wait %v, ordering %v", u.GetUpdateMode(), u.GetWait(), u.GetOrdering())
+	}
+	must := u.GetUpdateFilter().GetMust()
+	if len(must) != 1 || must[0].GetField().GetKey() != keyRevision || must[0].GetField().GetMatch().GetInteger() != r1 {
+		t.Fatalf("update filter %v, want revision = %d", u.GetUpdateFilter(), r1)
+	}
+	if w := u.GetPoints()[0].GetPayload()[keyWrites].GetListValue().GetValues(); len(w) != 2 {
+		t.Fatalf("second conditional write carries %d tokens, want its own and the first one's", len(w))
+	}
+	f.mu.Lock()
+	f.deletes = nil
+	f.mu.Unlock()
+	if err := c.DeleteIf(ctx, "a", r2); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.deletes) != 1 {
+		t.Fatalf("%d delete requests, want 1", len(f.deletes))
+	}
+	var hasID, rev bool
+	for _, cond := range f.deletes[0].GetPoints().GetFilter().GetMust() {
+		if h := cond.GetHasId(); h != nil && len(h.GetHasId()) == 1 && h.GetHasId()[0].GetUuid() == PointID("a") {
+			hasID = true
+		}
+		if fc := cond.GetField(); fc.GetKey() == keyRevision && fc.GetMatch().GetInteger() == r2 {
+			rev = true
+		}
+	}
+	if !hasID || !rev || f.deletes[0].GetOrdering().GetType() != qc.WriteOrderingType_Strong {
+		t.Fatalf("delete selector %v: want has_id(a) AND revision = %d, strong ordering", f.deletes[0].GetPoints(), r2)
+	}
+}
+
+// casWriter simulates another client's successful conditional write of id
+// on the fake: a new revision and its token in front of the point's
+// tokens.
+func casWriter(fc *fakeColl, id, text string, token int64) {
+	p := fc.points[PointID(id)]
+	vs := append([]*qc.Value{qc.NewValueInt(token)}, p.payload[keyWrites].GetListValue().GetValues()...)
+	p.payload[keyWrites] = qc.NewValueFromList(vs...)
+	p.payload[keyRevision] = qc.NewValueInt(p.payload[keyRevision].GetIntegerValue() + 1)
+	p.payload[keyText] = qc.NewValueString(text)
+}
+
+// TestProtocolConditionalRaces places another writer between UpsertIf's
+// read and its write (the conditional upsert must be refused by the server
+// and reported as a conflict), and between its write and its read back
+// (the write happened: success, although the point moved on).
+func TestProtocolConditionalRaces(t *testing.T) {
+	f, c := openCAS(t)
+	ctx := context.Background()
+	r1, err := c.UpsertIf(ctx, vectorstore.Record{ID: "a", Text: "one", Vector: []float32{1, 0}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.afterGet = func(fc *fakeColl) {
+		casWriter(fc, "a", "theirs", 42)
+		f.afterGet = nil
+	}
+	f.mu.Unlock()
+	_, err = c.UpsertIf(ctx, vectorstore.Record{ID: "a", Text: "mine", Vector: []float32{1, 0}}, r1)
+	if !errors.Is(err, vectorstore.ErrConflict) {
+		t.Fatalf("write raced by another writer after the read: %v, want ErrConflict", err)
+	}
+	got, err := c.Get(ctx, "a")
+	if err != nil || got.Text != "theirs" || got.Revision != r1+1 {
+		t.Fatalf("after the lost race: %+v %v, want the other writer's record", got, err)
+	}
+	f.mu.Lock()
+	f.afterUpsert = func(fc *fakeColl) {
+		casWriter(fc, "a", "next", 43)
+		f.afterUpsert = nil
+	}
+	f.mu.Unlock()
+	r3, err := c.UpsertIf(ctx, vectorstore.Record{ID: "a", Text: "mine", Vector: []float32{1, 0}}, got.Revision)
+	if err != nil {
+		t.Fatalf("write followed by another writer's before the read back: %v, want success", err)
+	}
+	if r3 <= got.Revision {
+		t.Fatalf("revision %d after %d", r3, got.Revision)
+	}
+	// A point deleted between the read and the write is not re-created.
+	f.mu.Lock()
+	f.afterGet = func(fc *fakeColl) {
+		delete(fc.points, PointID("a"))
+		f.afterGet = nil
+	}
+	f.mu.Unlock()
+	cur, _ := c.Get(ctx, "a")
+	_, err = c.UpsertIf(ctx, vectorstore.Record{ID: "a", Text: "zombie", Vector: []float32{1, 0}}, cur.Revision)
+	if !errors.Is(err, vectorstore.ErrConflict) {
+		t.Fatalf("write of a point deleted after the read: %v, want ErrConflict", err)
+	}
+	if _, err := c.Get(ctx, "a"); !errors.Is(err, vectorstore.ErrNotFound) {
+		t.Fatalf("conditional update re-created a deleted point: %v", err)
+	}
+}
+
+// TestProtocolConditionalNeedsQdrant117: an older server would ignore the
+// update mode and write unconditionally, so nothing is sent to it.
+func TestProtocolConditionalNeedsQdrant117(t *testing.T) {
+	f, c := openCAS(t)
+	ctx := context.Background()
+	f.mu.Lock()
+	f.version = "1.16.3"
+	f.mu.Unlock()
+	if _, err := c.UpsertIf(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}, 0); !errors.Is(err, ErrNoConditionalWrites) || !strings.Contains(err.Error(), "1.16.3") {
+		t.Fatalf("UpsertIf on Qdrant 1.16: %v, want ErrNoConditionalWrites naming the version", err)
+	}
+	if err := c.DeleteIf(ctx, "a", 1); !errors.Is(err, ErrNoConditionalWrites) {
+		t.Fatalf("DeleteIf on Qdrant 1.16: %v", err)
+	}
+	f.mu.Lock()
+	n := len(f.upserts) + len(f.deletes)
+	f.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d writes sent to a server without conditional writes", n)
+	}
+	// Plain writes still work.
+	if err := c.Upsert(ctx, vectorstore.Record{ID: "a", Vector: []float32{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{"1.17.0": true, "v1.17.1-dev": true, "2.0": true, "1.16.9": false, "dev": false, "": false, "1.x": false} {
+		if got := versionAtLeast(v, 1, 17); got != want {
+			t.Errorf("versionAtLeast(%q, 1, 17) = %v", v, got)
+		}
+	}
+}
+
+// TestProtocolLegacyPointRevision: a point written before revisions
+// existed reads as revision 1 and takes a conditional write at 1.
+func TestProtocolLegacyPointRevision(t *testing.T) {
+	f, addr := startFake(t)
+	_ = f
+	cl := newClient(t, addr, "")
+	ctx := context.Background()
+	c, err := OpenCollection(ctx, cl, "legacy", &vectorstore.Options{Dimension: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = cl.Upsert(ctx, &qc.UpsertPoints{CollectionName: "legacy", Wait: qc.PtrOf(true), Points: []*qc.PointStruct{{
+		Id: qc.NewIDUUID(PointID("old")), Vectors: qc.NewVectorsDense([]float32{1, 0}),
+		Payload: qc.NewValueMap(map[string]any{"id": "old", "text": "", "created_at": "2024-01-01T00:00:00.000000Z"}),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get(ctx, "old")
+	if err != nil || got.Revision != 1 {
+		t.Fatalf("legacy point: %+v %v, want revision 1", got, err)
+	}
+	rev, err := c.UpsertIf(ctx, vectorstore.Record{ID: "old", Text: "new", Vector: []float32{1, 0}}, 1)
+	if err != nil || rev <= 1 {
+		t.Fatalf("UpsertIf at revision 1 of a legacy point: %d %v", rev, err)
+	}
+	if _, err := c.UpsertIf(ctx, vectorstore.Record{ID: "old", Vector: []float32{1, 0}}, 1); !errors.Is(err, vectorstore.ErrConflict) {
+		t.Fatalf("second UpsertIf at revision 1: %v, want ErrConflict", err)
+	}
+}
+
+// TestProtocolURLStrict: unknown and malformed parameters are refused
+// before any request, with the parameter named.
+func TestProtocolURLStrict(t *testing.T) {
+	f, addr := startFake(t)
+	for q, field := range map[string]string{
+		"bogus=1":                 "bogus",
+		"Exact=true":              "Exact",
+		"exact=maybe":             "exact",
+		"tls=2":                   "tls",
+		"pool=0":                  "pool",
+		"pool=65":                 "pool",
+		"timeout=0s":              "timeout",
+		"collection=a;b":          "url",
+		"api_key=a&api_key=b":     "api_key",
+		"api_key=":                "api_key",
+		"exact=true&exact=false":  "exact",
+		"dimension=2&dimension=3": "dimension",
+	} {
+		_, err := vectorstore.Open(context.Background(), "qdrant://"+addr+"?dimension=2&"+q, nil)
+		if strings.HasPrefix(q, "dimension=") {
+			_, err = vectorstore.Open(context.Background(), "qdrant://"+addr+"?"+q, nil)
+		}
+		var e *driver.Error
+		if !errors.As(err, &e) || e.Code != driver.CodeInvalidArgument || e.Field != field {
+			t.Errorf("?%s: %v, want CodeInvalidArgument on %q", q, err, field)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.colls) != 0 {
+		t.Fatalf("refused URLs created %d collections", len(f.colls))
 	}
 }

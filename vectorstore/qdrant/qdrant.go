@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,7 +35,21 @@ const (
 	keyCreatedAt = "created_at"
 	keyValidFrom = "valid_from"
 	keyValidTo   = "valid_to"
+	// keyRevision holds the record's revision (an integer), keyWrites the
+	// random tokens of the last conditional writes of the point, newest
+	// first (see UpsertIf).
+	keyRevision = "revision"
+	keyWrites   = "writes"
 )
+
+// writeHistory bounds the tokens a point keeps in keyWrites.
+const writeHistory = 32
+
+// ErrNoConditionalWrites is returned by UpsertIf and DeleteIf when the
+// server is older than Qdrant 1.17, which introduced the update mode the
+// conditional writes need: an older server ignores the request fields it
+// does not know and would write unconditionally.
+var ErrNoConditionalWrites = errors.New("qdrant: conditional writes need Qdrant 1.17 or later")
 
 // timeLayout writes times as RFC 3339 in UTC with exactly six fractional
 // digits: Qdrant's datetime index keeps microseconds, the vectorstore
@@ -97,6 +115,25 @@ type collection struct {
 	exact   bool
 	owns    bool
 	timeout time.Duration // Options.Timeout with the default applied
+
+	revMu   sync.Mutex
+	lastRev int64 // the last revision this handle handed out
+
+	verMu  sync.Mutex
+	verOK  bool  // the server supports conditional writes
+	verErr error // it does not (permanent, unlike a failed health check)
+}
+
+// nextRevision returns a revision greater than floor and than every
+// revision this handle handed out: the current time in microseconds,
+// pushed up when the clock is behind. Qdrant has no counter a write could
+// draw from atomically, so the clock stands in for one across handles and
+// processes: see the package documentation for what that guarantees.
+func (c *collection) nextRevision(floor int64) int64 {
+	c.revMu.Lock()
+	defer c.revMu.Unlock()
+	c.lastRev = max(time.Now().UnixMicro(), c.lastRev+1, floor+1)
+	return c.lastRev
 }
 
 // bound applies Options.Timeout to a context without a deadline.
@@ -221,7 +258,10 @@ func OpenDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts
 	}
 
 	want := map[string]qc.FieldType{
-		keyLayer: qc.FieldType_FieldTypeKeyword, keyKind: qc.FieldType_FieldTypeKeyword,
+		// revision: conditional writes filter on it (a server in strict
+		// mode refuses filtered updates on unindexed fields).
+		keyRevision: qc.FieldType_FieldTypeInteger,
+		keyLayer:    qc.FieldType_FieldTypeKeyword, keyKind: qc.FieldType_FieldTypeKeyword,
 		keyThread: qc.FieldType_FieldTypeKeyword, keyResource: qc.FieldType_FieldTypeKeyword,
 		keyCreatedAt: qc.FieldType_FieldTypeDatetime, keyValidFrom: qc.FieldType_FieldTypeDatetime,
 		keyValidTo: qc.FieldType_FieldTypeDatetime,
@@ -253,11 +293,21 @@ func (c *collection) Info() driver.Info { return c.info }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
-func toPoint(r *driver.Record) *qc.PointStruct {
+// toPoint encodes r with revision rev and, for a conditional write, the
+// write tokens of the point (nil for a plain Upsert, which keeps none).
+func toPoint(r *driver.Record, rev int64, writes []int64) *qc.PointStruct {
 	p := map[string]*qc.Value{
 		keyID:        qc.NewValueString(r.ID),
 		keyText:      qc.NewValueString(r.Text),
 		keyCreatedAt: qc.NewValueString(fmtTime(r.CreatedAt)),
+		keyRevision:  qc.NewValueInt(rev),
+	}
+	if len(writes) > 0 {
+		vs := make([]*qc.Value, len(writes))
+		for i, w := range writes {
+			vs[i] = qc.NewValueInt(w)
+		}
+		p[keyWrites] = qc.NewValueFromList(vs...)
 	}
 	// Empty fields are left out: filter values are never empty, and a
 	// missing valid_from / valid_to is what "unbounded" means in filters.
@@ -332,6 +382,9 @@ func fromPayload(p map[string]*qc.Value, vec *qc.VectorsOutput) (driver.Record, 
 	if r.ValidTo, err = tm(keyValidTo); err != nil {
 		return r, err
 	}
+	if r.Revision, err = revisionOf(p); err != nil {
+		return r, err
+	}
 	if v, ok := p[keyMetadata]; ok {
 		st := v.GetStructValue()
 		if st == nil {
@@ -354,6 +407,41 @@ func fromPayload(p map[string]*qc.Value, vec *qc.VectorsOutput) (driver.Record, 
 		}
 	}
 	return r, nil
+}
+
+// revisionOf reads the revision of a payload. Points written before
+// revisions existed have none and count as revision 1, which no write
+// stores any more (nextRevision returns clock values).
+func revisionOf(p map[string]*qc.Value) (int64, error) {
+	v, ok := p[keyRevision]
+	if !ok {
+		return 1, nil
+	}
+	n, ok := v.GetKind().(*qc.Value_IntegerValue)
+	if !ok || n.IntegerValue <= 0 {
+		return 0, corrupt("payload field %q is not a positive integer", keyRevision)
+	}
+	return n.IntegerValue, nil
+}
+
+// writesOf reads the write tokens of a payload.
+func writesOf(p map[string]*qc.Value) []int64 {
+	var out []int64
+	for _, v := range p[keyWrites].GetListValue().GetValues() {
+		if n, ok := v.GetKind().(*qc.Value_IntegerValue); ok {
+			out = append(out, n.IntegerValue)
+		}
+	}
+	return out
+}
+
+// atRevision is the condition "the point is at revision rev"; a point
+// without a revision is at revision 1.
+func atRevision(rev int64) *qc.Condition {
+	if rev == 1 {
+		return qc.NewFilterAsCondition(&qc.Filter{Should: []*qc.Condition{qc.NewMatchInt(keyRevision, 1), qc.NewIsEmpty(keyRevision)}})
+	}
+	return qc.NewMatchInt(keyRevision, rev)
 }
 
 func keyword(k, v string) *qc.Condition { return qc.NewMatchKeyword(k, v) }
@@ -421,7 +509,7 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 		chunk := recs[i:min(i+upsertChunk, len(recs))]
 		pts := make([]*qc.PointStruct, len(chunk))
 		for j := range chunk {
-			pts[j] = toPoint(&chunk[j])
+			pts[j] = toPoint(&chunk[j], c.nextRevision(0), nil)
 		}
 		// Wait: the call returns once the points are applied and in
 		// Qdrant's write-ahead log, which is what "acknowledged" means here.
@@ -430,6 +518,174 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 		}
 	}
 	return nil
+}
+
+// strong orders the writes of conditional operations through the shard's
+// permanent leader, and majority reads what a majority of replicas hold,
+// so that on a replicated collection the check, the write and the read
+// back see one history. A single node ignores both.
+var (
+	strong   = &qc.WriteOrdering{Type: qc.WriteOrderingType_Strong}
+	majority = &qc.ReadConsistency{Value: &qc.ReadConsistency_Type{Type: qc.ReadConsistencyType_Majority}}
+)
+
+// checkConditional refuses conditional writes on a server older than
+// 1.17. The answer is cached once known; a failed health check is not.
+func (c *collection) checkConditional(ctx context.Context) error {
+	c.verMu.Lock()
+	defer c.verMu.Unlock()
+	if c.verOK || c.verErr != nil {
+		return c.verErr
+	}
+	h, err := c.cl.HealthCheck(ctx)
+	if err != nil {
+		return qerr(ctx, err)
+	}
+	if !versionAtLeast(h.GetVersion(), 1, 17) {
+		c.verErr = fmt.Errorf("%w (server reports version %q)", ErrNoConditionalWrites, h.GetVersion())
+		return c.verErr
+	}
+	c.verOK = true
+	return nil
+}
+
+// versionAtLeast reports whether v ("1.17.0", "v1.17.1-dev") is at least
+// major.minor; an unparsable version is not.
+func versionAtLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// current returns the payload of id's point (nil if there is none), read
+// with majority consistency.
+func (c *collection) current(ctx context.Context, id string) (map[string]*qc.Value, error) {
+	pts, err := c.cl.Get(ctx, &qc.GetPoints{
+		CollectionName: c.info.Name, Ids: []*qc.PointId{qc.NewIDUUID(PointID(id))},
+		WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(false), ReadConsistency: majority,
+	})
+	if err != nil {
+		return nil, qerr(ctx, err)
+	}
+	if len(pts) == 0 {
+		return nil, nil
+	}
+	p := pts[0].GetPayload()
+	if p == nil {
+		p = map[string]*qc.Value{}
+	}
+	return p, nil
+}
+
+// UpsertIf is a conditional upsert: update_mode insert_only when expected
+// is 0, else update_only with update_filter revision = expected. Qdrant
+// applies the filter and the write as one operation of the shard, so the
+// write is atomic; but its answer does not say whether the point was
+// written or left alone. Hence the read before (a mismatch fails early,
+// and gives the write tokens to carry on) and the read after: the write
+// happened if and only if its random token is in the point's last
+// writeHistory tokens. See the package documentation for the cases this
+// cannot decide.
+func (c *collection) UpsertIf(ctx context.Context, rec driver.Record, expected int64) (int64, error) {
+	const op = "upsert if"
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	if err := c.checkConditional(ctx); err != nil {
+		return 0, err
+	}
+	before, err := c.current(ctx, rec.ID)
+	if err != nil {
+		return 0, err
+	}
+	var cur int64
+	if before != nil {
+		if cur, err = revisionOf(before); err != nil {
+			return 0, err
+		}
+	}
+	if cur != expected {
+		return 0, driver.Conflict(op, rec.ID, expected, cur)
+	}
+	token := rand.Int64()
+	writes := append([]int64{token}, writesOf(before)...)
+	writes = writes[:min(len(writes), writeHistory)]
+	rev := c.nextRevision(expected)
+	req := &qc.UpsertPoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true), Ordering: strong,
+		Points: []*qc.PointStruct{toPoint(&rec, rev, writes)}}
+	if expected == 0 {
+		req.UpdateMode = qc.UpdateMode_InsertOnly.Enum()
+	} else {
+		req.UpdateMode = qc.UpdateMode_UpdateOnly.Enum()
+		req.UpdateFilter = &qc.Filter{Must: []*qc.Condition{atRevision(expected)}}
+	}
+	if _, err := c.cl.Upsert(ctx, req); err != nil {
+		return 0, qerr(ctx, err)
+	}
+	after, err := c.current(ctx, rec.ID)
+	if err != nil {
+		return 0, fmt.Errorf("qdrant: upsert if %q: the write was sent but its outcome is unknown: %w", rec.ID, err)
+	}
+	if after == nil {
+		return 0, driver.Conflict(op, rec.ID, expected, 0)
+	}
+	if slices.Contains(writesOf(after), token) {
+		return rev, nil
+	}
+	now, err := revisionOf(after)
+	if err != nil {
+		return 0, err
+	}
+	return 0, driver.Conflict(op, rec.ID, expected, now)
+}
+
+// DeleteIf deletes id's point with the filter has_id AND revision =
+// expected, then reads back: the point is gone if the delete, or a
+// concurrent one, removed it.
+func (c *collection) DeleteIf(ctx context.Context, id string, expected int64) error {
+	const op = "delete if"
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	if err := c.checkConditional(ctx); err != nil {
+		return err
+	}
+	before, err := c.current(ctx, id)
+	if err != nil {
+		return err
+	}
+	if before == nil {
+		return driver.Conflict(op, id, expected, 0)
+	}
+	cur, err := revisionOf(before)
+	if err != nil {
+		return err
+	}
+	if cur != expected {
+		return driver.Conflict(op, id, expected, cur)
+	}
+	sel := &qc.Filter{Must: []*qc.Condition{qc.NewHasID(qc.NewIDUUID(PointID(id))), atRevision(expected)}}
+	if _, err := c.cl.Delete(ctx, &qc.DeletePoints{CollectionName: c.info.Name, Wait: qc.PtrOf(true), Ordering: strong,
+		Points: qc.NewPointsSelectorFilter(sel)}); err != nil {
+		return qerr(ctx, err)
+	}
+	after, err := c.current(ctx, id)
+	if err != nil {
+		return fmt.Errorf("qdrant: delete if %q: the delete was sent but its outcome is unknown: %w", id, err)
+	}
+	if after == nil {
+		return nil
+	}
+	now, err := revisionOf(after)
+	if err != nil {
+		return err
+	}
+	return driver.Conflict(op, id, expected, now)
 }
 
 func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, error) {

@@ -2,8 +2,10 @@ package qdrant
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,7 +27,8 @@ func init() { vectorstore.Register(Scheme, openURL) }
 // openURL opens "qdrant://host:6334?collection=memories". Parameters beyond
 // the common ones: api_key (else $QDRANT_API_KEY), tls=true, exact=true
 // (exact search, see Options.Exact), pool (gRPC connections, default 1),
-// timeout (per call, see Options.Timeout, e.g. 10s).
+// timeout (per call, see Options.Timeout, e.g. 10s). Any other parameter
+// is refused, named in Field, before a client is created.
 func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
 	bad := func(field, format string, args ...any) error {
 		return driver.Errorf(driver.CodeInvalidArgument, "open", field, format, args...)
@@ -44,9 +47,13 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 		}
 		qcfg.Port = port
 	}
+	q, err := vectorstore.Params(u)
+	if err != nil {
+		return nil, err
+	}
 	var o Options
-	for k, vs := range u.Query() {
-		v := vs[len(vs)-1]
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		v := q.Get(k)
 		var err error
 		switch k {
 		case "api_key":
@@ -68,7 +75,7 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 				err = strconv.ErrRange
 			}
 		default:
-			return nil, bad("url", "unknown qdrant URL parameter %q (known: collection, dimension, distance, metadata_keys, api_key, tls, exact, pool, timeout)", k)
+			return nil, bad(k, "unknown qdrant URL parameter %q (known: collection, dimension, distance, metadata_keys, api_key, tls, exact, pool, timeout)", k)
 		}
 		if err != nil {
 			return nil, bad(k, "bad value %q: %v", v, err)

@@ -1232,4 +1232,8 @@ func testClosed(t *testing.T, s *suite) {
 	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "count after close")
 	err = c.Delete(ctx, "a")
 	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "delete after close")
+	_, err = c.UpsertIf(ctx, vectorstore.Record{ID: "b", Vector: []float32{1, 0}}, 0)
+	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "upsert if after close")
+	err = c.DeleteIf(ctx, "a", 1)
+	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "delete if after close")
 }

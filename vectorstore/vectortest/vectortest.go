@@ -22,7 +22,11 @@
 // empty / zero vectors, typed errors with nothing written, concurrent
 // writers and readers (run it under -race), reopen-after-close keeping every
 // acknowledged write, exact metadata and microsecond timestamp round trips,
-// and each distance under each of its spellings.
+// each distance under each of its spellings, and revisions with the
+// conditional writes: every write stores a greater revision that every read
+// reports, UpsertIf / DeleteIf write only at the expected revision and
+// nothing on a conflict, concurrent read-modify-UpsertIf writers lose no
+// update, and revisions survive a reopen.
 package vectortest
 
 import (
@@ -91,6 +95,11 @@ func Run(t *testing.T, h Harness) {
 		{"TimestampRoundTrip", testTimestampRoundTrip},
 		{"ConcurrentWritersReaders", testConcurrency},
 		{"ReopenKeepsAcknowledgedWrites", testReopen},
+		{"Revisions", testRevisions},
+		{"ConditionalWrites", testConditionalWrites},
+		{"ConditionalDelete", testConditionalDelete},
+		{"ConcurrentConditionalWrites", testConcurrentConditionalWrites},
+		{"RevisionsSurviveReopen", testRevisionsSurviveReopen},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
