@@ -395,7 +395,7 @@ const noteSep = "; "
 
 // load reads the scope's entities into a fresh mirror.
 func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
-	entities, _, err := l.read(ctx, run)
+	entities, _, _, err := l.read(ctx, run)
 	if err != nil {
 		return State{}, err
 	}
@@ -404,15 +404,18 @@ func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 
 // read reads the scope's entities from the store, with the ids of the
 // records each was read from (more than one when records were made from
-// outside for one entity; they are merged).
-func (l *layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map[key][]string, error) {
+// outside for one entity; they are merged) and the revision of each
+// record, against which apply writes.
+func (l *layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map[key][]string, map[string]int64, error) {
 	_, _, f := l.scopeOf(run)
 	entities := map[key]Entity{}
 	ids := map[key][]string{}
+	revs := map[string]int64{}
 	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("entity: load entities: %w", err)
+			return nil, nil, nil, fmt.Errorf("entity: load entities: %w", err)
 		}
+		revs[rec.ID] = rec.Revision
 		e, ok := fromRecord(rec)
 		if !ok {
 			l.logger.Warn("entity: skipping a record that does not describe an entity", "layer", l.id, "id", rec.ID)
@@ -426,7 +429,7 @@ func (l *layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map
 		entities[k] = e
 		ids[k] = append(ids[k], rec.ID)
 	}
-	return entities, ids, nil
+	return entities, ids, revs, nil
 }
 
 // fromRecord reads an entity back from its record. The metadata name and
@@ -515,10 +518,44 @@ func addNotes(old, add []string, maxNotes int) []string {
 // before its mirror, so the store's view holds all the mirror does (less
 // what was deleted from outside, which stays deleted). The returned state
 // is that fresh view with the updates applied.
+//
+// Every record is written conditionally, against the revision read: when
+// another process wrote one of them since (the lock serialises this
+// layer's sessions only), the update is applied again to a fresh read, up
+// to maxApplyAttempts times, so two processes adding notes to one entity
+// never lose one. An update naming several entities writes their records
+// one by one: when a later one conflicts, the retry applies the update to
+// the earlier ones again (their notes are not doubled; their mention
+// count is counted again).
 func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	next, ids, err := l.read(ctx, run)
+	for attempt := 1; ; attempt++ {
+		next, out, err := l.applyOnce(ctx, run, st, ups)
+		switch {
+		case err == nil:
+			return next, out, nil
+		case !errors.Is(err, vectorstore.ErrConflict):
+			return State{}, "", err
+		case attempt == maxApplyAttempts:
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "entities (other sessions kept changing them)", Err: err}
+		}
+		// Another writer won the record: back off a little, longer each
+		// time, so two contenders do not collide again at once.
+		select {
+		case <-ctx.Done():
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "entities", Err: ctx.Err()}
+		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
+		}
+	}
+}
+
+// maxApplyAttempts bounds apply's retries after a conflict: past it the
+// call is answered as not stored.
+const maxApplyAttempts = 20
+
+func (l *layer) applyOnce(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
+	next, ids, revs, err := l.read(ctx, run)
 	if err != nil {
 		return State{}, "", err
 	}
@@ -587,8 +624,12 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 	for i := range recs {
 		recs[i].Vector = vecs[i]
 	}
-	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
-		return State{}, "", &core.WriteError{Layer: l.id, Item: "entities " + keyNames(touched), Err: fmt.Errorf("entity: write entities: %w", err)}
+	for _, rec := range recs {
+		// Against the revision read (0: the record must not exist yet),
+		// so a concurrent writer's notes are never overwritten.
+		if _, err := l.store.Records.UpsertIf(ctx, rec, revs[rec.ID]); err != nil {
+			return State{}, "", &core.WriteError{Layer: l.id, Item: "entities " + keyNames(touched), Err: fmt.Errorf("entity: write entities: %w", err)}
+		}
 	}
 	// The evicted entities go with every record they were read from, and
 	// a touched entity read from records made from outside under other ids
@@ -604,8 +645,8 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 			}
 		}
 	}
-	if len(stale) > 0 {
-		if err := l.store.Records.Delete(ctx, stale...); err != nil {
+	for _, id := range stale {
+		if err := l.store.Records.DeleteIf(ctx, id, revs[id]); err != nil && !errors.Is(err, vectorstore.ErrNotFound) {
 			return State{}, "", &core.WriteError{Layer: l.id, Item: "stale entity records", Err: fmt.Errorf("entity: delete records: %w", err)}
 		}
 	}
