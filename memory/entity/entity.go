@@ -530,29 +530,16 @@ func addNotes(old, add []string, maxNotes int) []string {
 func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		next, out, err := l.applyOnce(ctx, run, st, ups)
-		switch {
-		case err == nil:
-			return next, out, nil
-		case !errors.Is(err, vectorstore.ErrConflict):
-			return State{}, "", err
-		case attempt == maxApplyAttempts:
-			return State{}, "", &core.WriteError{Layer: l.id, Item: "entities (other sessions kept changing them)", Err: err}
-		}
-		// Another writer won the record: back off a little, longer each
-		// time, so two contenders do not collide again at once.
-		select {
-		case <-ctx.Done():
-			return State{}, "", &core.WriteError{Layer: l.id, Item: "entities", Err: ctx.Err()}
-		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
-		}
+	type applied struct {
+		st  State
+		out string
 	}
+	r, err := layerkit.RetryConflicts(ctx, l.id, "entities", func() (applied, error) {
+		st, out, err := l.applyOnce(ctx, run, st, ups)
+		return applied{st, out}, err
+	})
+	return r.st, r.out, err
 }
-
-// maxApplyAttempts bounds apply's retries after a conflict: past it the
-// call is answered as not stored.
-const maxApplyAttempts = 20
 
 func (l *layer) applyOnce(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
 	next, ids, revs, err := l.read(ctx, run)

@@ -548,9 +548,10 @@ func (l *Layer) recordID(scope vectorstore.Scope, fold string) string {
 
 // apply writes candidates to scope: each either merges into an exact or
 // near duplicate (stored or earlier in the batch) or becomes a new record.
-// All texts are embedded in one batch and all records upserted in one
-// call, so a failure leaves the store as it was. m, when not nil, is kept
-// in step.
+// All texts are embedded in one batch. Each record is written against the
+// revision it was read at, so a merge never overwrites what another
+// session merged meanwhile: on a conflict the candidates are applied again
+// to a fresh read. m, when not nil, is kept in step.
 func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, cands []candidate, m *mirror) (Result, error) {
 	var res Result
 	if len(cands) == 0 {
@@ -568,6 +569,15 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, cands []cand
 		return res, fmt.Errorf("observations: embed: %w: %d vectors for %d texts", embed.ErrBadResponse, len(vecs), len(cands))
 	}
 	now := l.store.Time()
+	return layerkit.RetryConflicts(ctx, l.opts.ID, "observations", func() (Result, error) {
+		return l.applyVectors(ctx, scope, cands, vecs, now, m)
+	})
+}
+
+// applyVectors is one read-modify-write of apply, with the candidates'
+// vectors computed.
+func (l *Layer) applyVectors(ctx context.Context, scope vectorstore.Scope, cands []candidate, vecs [][]float32, now time.Time, m *mirror) (Result, error) {
+	var res Result
 	pending := map[string]*vectorstore.Record{} // written by this call, by id
 	var order []string
 	stage := func(r *vectorstore.Record) {
@@ -607,7 +617,10 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, cands []cand
 	for _, id := range order {
 		recs = append(recs, *pending[id])
 	}
-	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
+	if err := layerkit.WriteIf(ctx, l.store.Records, recs); err != nil {
+		if errors.Is(err, vectorstore.ErrConflict) {
+			return Result{}, err // applied again to a fresh read
+		}
 		return Result{}, &core.WriteError{Layer: l.opts.ID, Item: strings.Join(order, ", "), Err: fmt.Errorf("observations: write: %w", err)}
 	}
 	if m != nil {

@@ -290,3 +290,16 @@ func questionSpeaker(query string) core.Role {
 	}
 	return core.RoleUser
 }
+
+// TODO(exp): remove. Experiment knobs for the ranking study.
+var exp = map[string]float64{}
+
+// SetExperiment sets the experiment knobs (temporary).
+func SetExperiment(m map[string]float64) { exp = m }
+
+func ex(k string, d float64) float64 {
+	if v, ok := exp[k]; ok {
+		return v
+	}
+	return d
+}

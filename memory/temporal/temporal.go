@@ -819,13 +819,21 @@ type chainRec struct {
 // there, and it stays valid until the next fact's ValidFrom. A fact with
 // the same ValidFrom as an existing one corrects it (the old one is kept
 // as KindCorrected). A fact whose value is the one already valid at
-// its ValidFrom changes nothing. New texts are embedded in one batch and
-// all records are upserted in one call.
+// its ValidFrom changes nothing. New texts are embedded in one batch.
+// Each record is written against the revision it was read at, so a chain
+// another session changed meanwhile is never overwritten: on a conflict
+// the facts are applied again to a fresh read of their chains.
 func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, ins []pending, m *mirror) (Result, error) {
-	var res Result
 	if len(ins) == 0 {
-		return res, nil
+		return Result{}, nil
 	}
+	return layerkit.RetryConflicts(ctx, l.opts.ID, "facts", func() (Result, error) {
+		return l.applyOnce(ctx, scope, ins, m)
+	})
+}
+
+func (l *Layer) applyOnce(ctx context.Context, scope vectorstore.Scope, ins []pending, m *mirror) (Result, error) {
+	var res Result
 	chains := map[string][]*chainRec{}
 	var written []*chainRec // in first-change order
 	for _, in := range ins {
@@ -943,7 +951,10 @@ func (l *Layer) apply(ctx context.Context, scope vectorstore.Scope, ins []pendin
 		}
 		recs = append(recs, c.rec)
 	}
-	if err := l.store.Records.Upsert(ctx, recs...); err != nil {
+	if err := layerkit.WriteIf(ctx, l.store.Records, recs); err != nil {
+		if errors.Is(err, vectorstore.ErrConflict) {
+			return Result{}, err // applied again to a fresh read
+		}
 		return Result{}, &core.WriteError{Layer: l.opts.ID, Item: factIDs(recs), Err: fmt.Errorf("temporal: write: %w", err)}
 	}
 	if m != nil {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -393,4 +394,45 @@ func checkValue(path string, v any) error {
 		}
 	}
 	return nil
+}
+
+// WriteIf writes recs one by one, each against the revision it carries:
+// a record read from the store carries the revision it was read at, a new
+// one 0 (it must not exist yet). A record another session wrote since it
+// was read fails the write with an error matching vectorstore.ErrConflict,
+// and the records after it are not written; the caller reads again and
+// re-applies its change (RetryConflicts).
+func WriteIf(ctx context.Context, col *vectorstore.Collection, recs []vectorstore.Record) error {
+	for _, r := range recs {
+		if _, err := col.UpsertIf(ctx, r, r.Revision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxConflictAttempts bounds RetryConflicts.
+const MaxConflictAttempts = 20
+
+// RetryConflicts runs a read-modify-write apply until it does not
+// conflict with another writer (an error matching
+// vectorstore.ErrConflict), at most MaxConflictAttempts times, backing
+// off a little longer each time so two contenders do not collide again at
+// once. The last conflict is returned as a *core.WriteError: the change
+// was not stored.
+func RetryConflicts[R any](ctx context.Context, layer, item string, apply func() (R, error)) (R, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := apply()
+		switch {
+		case err == nil || !errors.Is(err, vectorstore.ErrConflict):
+			return r, err
+		case attempt == MaxConflictAttempts:
+			return r, &core.WriteError{Layer: layer, Item: item + " (other sessions kept changing them)", Err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return r, &core.WriteError{Layer: layer, Item: item, Err: ctx.Err()}
+		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
+		}
+	}
 }
