@@ -39,6 +39,11 @@ func recordKey(resource, thread string) storage.Key {
 	return storage.Key{Scope: string(ScopeThread), ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: "last_assembly"}
 }
 
+// LastAssemblyKey is the key under which the runtime keeps the last
+// assembly of a thread of resource ("" for a thread of no resource), for
+// tools that erase or copy it.
+func LastAssemblyKey(resource, thread string) storage.Key { return recordKey(resource, thread) }
+
 // LastAssembly reads the recorded last assembly of a thread of resource
 // ("" for a thread of no resource) from a store. A record written before
 // threads were keyed by resource is found too, when the thread belongs to

@@ -34,6 +34,10 @@ func bindingKey(thread string) storage.Key {
 	return storage.Key{Scope: string(ScopeThread), ScopeID: thread, Layer: "_strata", Name: "resource"}
 }
 
+// ThreadBindingKey is the key under which the runtime keeps the resource a
+// thread belongs to (a JSON string), for tools that erase a resource.
+func ThreadBindingKey(thread string) storage.Key { return bindingKey(thread) }
+
 // threadOwner reads the resource a thread is bound to; ok is false when
 // the thread is not bound yet.
 func threadOwner(ctx context.Context, st storage.Store, thread string) (owner string, ok bool, err error) {

@@ -60,3 +60,22 @@ func (s *Store) Time() time.Time {
 	}
 	return time.Now().UTC()
 }
+
+// ScopeKey is the part a record's scope contributes to the deterministic
+// ids the layers give their records (the record of one entity, note or
+// episode in one scope): scope is "thread", "resource" or "global". A
+// thread of a resource is keyed by both, so two resources that name a
+// thread alike never write one record. Tools that create or find a layer's
+// records by id (memctl) use it rather than a copy.
+func ScopeKey(scope string, s vectorstore.Scope) string {
+	switch scope {
+	case "thread":
+		if s.Resource != "" {
+			return "thread\x00" + s.Resource + "\x00" + s.Thread
+		}
+		return "thread\x00" + s.Thread
+	case "resource":
+		return "resource\x00" + s.Resource
+	}
+	return "global"
+}

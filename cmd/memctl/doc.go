@@ -8,14 +8,24 @@
 //	memctl add -l scratchpad -t t1 --key plan "ship v2 on Friday"
 //	memctl edit ID --meta importance=5
 //	memctl rm --resource alice --yes          # the right to be forgotten
+//	memctl rm --thread main --legacy --yes    # what main kept before tenancy
 //	memctl export > memories.jsonl            # lossless, vectors included
 //	memctl --store postgres://... import memories.jsonl
 //	memctl stats
 //	memctl reindex hash:256                   # resumable, any dimension
 //	memctl migrate --to 'qdrant://localhost:6334?collection=memories'
-//	memctl inspect t1
+//	memctl inspect t1 --resource alice
 //	memctl bench
 //	memctl completion bash > /etc/bash_completion.d/memctl
+//
+// Human-readable output escapes the control characters memories hold
+// (\x1b, \u009b, bidirectional overrides...), so a memory planted by a
+// prompt-injected model cannot drive the operator's terminal; --json and
+// export write the text exactly. A thread that belongs to a resource is
+// named by both (memctl ls -t main -r alice, memctl inspect main -r
+// alice); memctl rm --resource erases the resource's threads under their
+// tenancy keys and reports the legacy data (written before threads were
+// keyed by resource) it cannot attribute to the resource.
 //
 // The store is --store, else $STRATA_STORE, else the config file
 // ($XDG_CONFIG_HOME/strata/memctl.json), else ./.strata/data (the embedded

@@ -176,7 +176,7 @@ func TestEditValidatesAsTheLayer(t *testing.T) {
 	e.fails(2, "8192", append(m, "edit", obs.ID, "--text", strings.Repeat("x", 9000))...)
 	e.fails(2, "text: empty", append(m, "edit", obs.ID, "--text", "  ")...)
 	e.fails(2, "kind", append(m, "edit", obs.ID, "--kind", "note")...)
-	e.fails(2, "exactly one of thread or resource", append(m, "edit", obs.ID, "--resource", "alice")...)
+	e.fails(2, "give a thread (with its resource, if any) or a resource", append(m, "edit", obs.ID, "--thread", "")...)
 	ent := find("entity")
 	e.fails(2, "metadata.type", append(m, "edit", ent.ID, "--meta", "type=robot")...)
 	e.fails(2, "scope", append(m, "edit", ent.ID, "--meta", "scope=global")...)
@@ -236,14 +236,16 @@ func TestAddRefusesWhatTheLayerWouldNotRead(t *testing.T) {
 		{"type", []string{"add", "-l", "entity", "-t", "t1", "--name", "X", "--type", "robot", "notes"}},
 		{"--key", []string{"add", "-l", "scratchpad", "-t", "t1", "value"}},
 		{"importance", []string{"add", "-l", "observations", "-t", "t1", "--importance", "7", "x"}},
-		{"not both", []string{"add", "-l", "observations", "-t", "t1", "-r", "alice", "x"}},
-		{"cannot be global-scoped", []string{"add", "-l", "observations", "x"}},
+		{"cannot be global-scoped: give --thread", []string{"add", "-l", "observations", "x"}},
+		{"--scope global: layer observations can be thread or resource-scoped only", []string{"add", "-l", "observations", "--scope", "global", "x"}},
 		{"subject", []string{"add", "-l", "temporal", "-t", "t1", "--predicate", "p", "--value", "v"}},
 		{"--key does not apply", []string{"add", "-l", "observations", "-t", "t1", "--key", "k", "x"}},
 		{"no text", []string{"add", "-l", "episodic", "-r", "alice"}},
 		{"8192", []string{"add", "-l", "semantic", "-t", "t1", strings.Repeat("y", 9000)}},
 		{"role", []string{"add", "-l", "semantic", "-t", "t1", "--role", "robot", "hi"}},
-		{"cannot be resource-scoped", []string{"add", "-l", "semantic", "-r", "alice", "--scope", "resource", "hi"}},
+		// A resource-scoped semantic layer's message is in a thread.
+		{"give --thread too", []string{"add", "-l", "semantic", "-r", "alice", "--scope", "resource", "hi"}},
+		{"give --resource and --thread", []string{"add", "-l", "semantic", "-t", "t1", "--scope", "resource", "hi"}},
 		{"kind", []string{"add", "-l", "episodic", "-r", "alice", "--kind", "fact", "x"}},
 		{"derived", []string{"add", "-l", "semantic", "-t", "t1", "--kind", "context", "x"}},
 	}
@@ -256,6 +258,39 @@ func TestAddRefusesWhatTheLayerWouldNotRead(t *testing.T) {
 		if out := e.ok("--store", filepath.Join(e.dir, "data"), "ls", "--json").stdout; out != "" {
 			t.Errorf("failed adds wrote: %s", out)
 		}
+	}
+}
+
+// TestAddScopes: a thread of a resource is named by both ids, for every
+// layer, and a resource-scoped semantic layer's message is added with its
+// thread and resource.
+func TestAddScopes(t *testing.T) {
+	e := newEnv(t)
+	m := []string{"--store", filepath.Join(e.dir, "data"), "--embedder", "hash:64"}
+	for _, args := range [][]string{
+		{"-l", "semantic", "-t", "t1", "-r", "alice", "--scope", "resource", "I moved to Berlin"},
+		{"-l", "semantic", "-t", "t1", "-r", "alice", "I like tea"},
+		{"-l", "observations", "-t", "t1", "-r", "alice", "User is vegetarian"},
+		{"-l", "temporal", "-t", "t1", "-r", "alice", "--subject", "user", "--predicate", "lives in", "--value", "Berlin"},
+		{"-l", "scratchpad", "-t", "t1", "-r", "alice", "--key", "plan", "ship"},
+	} {
+		e.ok(append(append(m, "add"), args...)...)
+	}
+	recs := jsonLines(t, e.ok(append(m, "ls", "--json", "--all")...).stdout)
+	if len(recs) != 5 {
+		t.Fatalf("ls: %d records, want 5: %+v", len(recs), recs)
+	}
+	for _, r := range recs {
+		if r.Scope["thread"] != "t1" || r.Scope["resource"] != "alice" {
+			t.Errorf("%s record %s: scope %v, want thread t1 of resource alice", r.Layer, r.ID, r.Scope)
+		}
+	}
+	// Filtered by both, as the runtime keys the thread.
+	if got := jsonLines(t, e.ok(append(m, "ls", "--json", "-t", "t1", "-r", "alice")...).stdout); len(got) != 5 {
+		t.Errorf("ls -t t1 -r alice: %d records", len(got))
+	}
+	if got := e.ok(append(m, "ls", "--json", "-t", "t1", "-r", "bob")...).stdout; got != "" {
+		t.Errorf("ls -t t1 -r bob: %s", got)
 	}
 }
 

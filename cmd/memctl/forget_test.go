@@ -97,6 +97,34 @@ func listKeys(t *testing.T, st storage.Store, scope, id string) []string {
 	return out
 }
 
+// tk names a key of thread T of resource R ("" for the legacy scope, the
+// thread id alone) as listKeys and keyStrings print it.
+func tk(resource, thread, layer, name string) string {
+	return "thread/" + storage.ThreadScopeID(resource, thread) + "/" + layer + "/" + name
+}
+
+// sessionKeys are the keys a converse session of resource on thread
+// leaves in the state store besides the global census: the resource's
+// profile, the thread's notes and assembly under both ids, and the
+// thread's binding to the resource.
+func sessionKeys(resource, thread string) []string {
+	out := []string{"resource/" + resource + "/profile/state",
+		tk(resource, thread, "_strata", "last_assembly"), tk(resource, thread, "notes", "state"),
+		tk("", thread, "_strata", "resource")}
+	slices.Sort(out)
+	return out
+}
+
+// keysOf lists the keys of resource and of its thread, under both scope
+// ids, sorted.
+func keysOf(t *testing.T, st storage.Store, resource, thread string) []string {
+	t.Helper()
+	out := append(listKeys(t, st, "resource", resource), listKeys(t, st, "thread", storage.ThreadScopeID(resource, thread))...)
+	out = append(out, listKeys(t, st, "thread", thread)...)
+	slices.Sort(out)
+	return out
+}
+
 // stateKey is a state key in memctl's JSON output.
 type stateKey struct {
 	Scope   string `json:"scope"`
@@ -107,13 +135,23 @@ type stateKey struct {
 
 func (k stateKey) String() string { return k.Scope + "/" + k.ScopeID + "/" + k.Layer + "/" + k.Name }
 
+// notErased is what rm reports it left of a thread's legacy data.
+type notErased struct {
+	Thread    string `json:"thread"`
+	Records   int    `json:"records"`
+	StateKeys int    `json:"state_keys"`
+	Reason    string `json:"reason"`
+	Hint      string `json:"hint"`
+}
+
 // rmResult is rm's --json result.
 type rmResult struct {
-	Deleted      int        `json:"deleted"`
-	IDs          []string   `json:"ids"`
-	StateDeleted int        `json:"state_deleted"`
-	StateKeys    []stateKey `json:"state_keys"`
-	StateError   string     `json:"state_error"`
+	Deleted      int         `json:"deleted"`
+	IDs          []string    `json:"ids"`
+	StateDeleted int         `json:"state_deleted"`
+	StateKeys    []stateKey  `json:"state_keys"`
+	StateError   string      `json:"state_error"`
+	NotErased    []notErased `json:"not_erased"`
 }
 
 func keyStrings(keys []stateKey) []string {
@@ -128,11 +166,20 @@ func keyStrings(keys []stateKey) []string {
 // dryRunStateKeys returns the state keys of a dry run's JSON lines.
 func dryRunStateKeys(t *testing.T, out string) (records int, keys []stateKey) {
 	t.Helper()
+	records, keys, _ = dryRunLines(t, out)
+	return records, keys
+}
+
+// dryRunLines decodes a dry run's JSON lines: records, state keys and
+// what rm would leave.
+func dryRunLines(t *testing.T, out string) (records int, keys []stateKey, left []notErased) {
+	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(out))
 	for dec.More() {
 		var line struct {
-			ID       string    `json:"id"`
-			StateKey *stateKey `json:"state_key"`
+			ID        string     `json:"id"`
+			StateKey  *stateKey  `json:"state_key"`
+			NotErased *notErased `json:"not_erased"`
 		}
 		if err := dec.Decode(&line); err != nil {
 			t.Fatalf("decode %q: %v", out, err)
@@ -140,21 +187,24 @@ func dryRunStateKeys(t *testing.T, out string) (records int, keys []stateKey) {
 		switch {
 		case line.StateKey != nil:
 			keys = append(keys, *line.StateKey)
+		case line.NotErased != nil:
+			left = append(left, *line.NotErased)
 		case line.ID != "":
 			records++
 		default:
-			t.Fatalf("dry run line is neither a record nor a state key: %s", out)
+			t.Fatalf("dry run line is neither a record, a state key nor a leftover: %s", out)
 		}
 	}
-	return records, keys
+	return records, keys, left
 }
 
 // TestRemoveResourceState: the right to be forgotten reaches the layer
 // state the runtime persisted for the resource and its threads, in an
-// embedded store's state directory. It leaves bob's state and that of the
-// thread alice shares with bob, and it never erases global state: the
-// census layer is global and keeps alice's words (the application's to
-// erase).
+// embedded store's state directory: under the keys of the resource's
+// threads (resource and thread), the bindings of its threads included. It
+// leaves bob's state, bob's record on the thread alice shares with him, and
+// it never erases global state: the census layer is global and keeps
+// alice's words (the application's to erase).
 func TestRemoveResourceState(t *testing.T) {
 	e := newEnv(t)
 	store := filepath.Join(e.dir, "data")
@@ -172,7 +222,7 @@ func TestRemoveResourceState(t *testing.T) {
 	m := []string{"--store", store, "--embedder", "hash:64"}
 	e.ok(append(m, "add", "-l", "semantic", "-t", "ta", "-r", "alice", "peanuts")...)
 	e.ok(append(m, "add", "-l", "semantic", "-t", "tb", "-r", "bob", "Oslo")...)
-	// A thread two resources share is not alice's alone: it stays.
+	// Records of two resources on one thread: bob's stays.
 	e.ok(append(m, "add", "-l", "semantic", "-t", "tshared", "-r", "alice", "shared a")...)
 	e.ok(append(m, "add", "-l", "semantic", "-t", "tshared", "-r", "bob", "shared b")...)
 
@@ -181,24 +231,33 @@ func TestRemoveResourceState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	aliceKeys := []string{"resource/alice/profile/state", "thread/ta/_strata/last_assembly", "thread/ta/notes/state"}
+	aliceKeys := append(sessionKeys("alice", "ta"), tk("alice", "tshared", "_strata", "last_assembly"),
+		tk("alice", "tshared", "notes", "state"), tk("", "tshared", "_strata", "resource"))
+	slices.Sort(aliceKeys)
+	aliceHas := func() []string {
+		out := append(keysOf(t, st, "alice", "ta"), listKeys(t, st, "thread", storage.ThreadScopeID("alice", "tshared"))...)
+		out = append(out, listKeys(t, st, "thread", "tshared")...)
+		slices.Sort(out)
+		return out
+	}
 	kept := map[[2]string][]string{
-		{"resource", "bob"}:    {"resource/bob/profile/state"},
-		{"thread", "tb"}:       {"thread/tb/_strata/last_assembly", "thread/tb/notes/state"},
-		{"thread", "tshared"}:  {"thread/tshared/_strata/last_assembly", "thread/tshared/notes/state"},
-		{"global", ""}:         {"global//census/state"},
-		{"resource", "nobody"}: {},
+		{"resource", "bob"}:                                 {"resource/bob/profile/state"},
+		{"thread", storage.ThreadScopeID("bob", "tb")}:      {tk("bob", "tb", "_strata", "last_assembly"), tk("bob", "tb", "notes", "state")},
+		{"thread", "tb"}:                                    {tk("", "tb", "_strata", "resource")},
+		{"global", ""}:                                      {"global//census/state"},
+		{"resource", "nobody"}:                              {},
+		{"thread", storage.ThreadScopeID("bob", "tshared")}: {},
 	}
 	checkKept := func() {
 		t.Helper()
 		for sc, want := range kept {
 			if got := listKeys(t, st, sc[0], sc[1]); !slices.Equal(got, want) {
-				t.Errorf("keys of %s/%s = %v, want %v", sc[0], sc[1], got, want)
+				t.Errorf("keys of %s/%q = %q, want %q", sc[0], sc[1], got, want)
 			}
 		}
 	}
-	if got := append(listKeys(t, st, "resource", "alice"), listKeys(t, st, "thread", "ta")...); !slices.Equal(got, aliceKeys) {
-		t.Fatalf("the sessions wrote %v for alice, want %v", got, aliceKeys)
+	if got := aliceHas(); !slices.Equal(got, aliceKeys) {
+		t.Fatalf("the sessions wrote %q for alice, want %q", got, aliceKeys)
 	}
 	checkKept()
 
@@ -206,26 +265,30 @@ func TestRemoveResourceState(t *testing.T) {
 	dry := e.ok(append(m, "rm", "--resource", "alice", "--dry-run", "--json")...)
 	n, planned := dryRunStateKeys(t, dry.stdout)
 	if n != 2 || !slices.Equal(keyStrings(planned), aliceKeys) {
-		t.Errorf("dry run: %d records, state keys %v; want 2 and %v", n, keyStrings(planned), aliceKeys)
+		t.Errorf("dry run: %d records, state keys %q; want 2 and %q", n, keyStrings(planned), aliceKeys)
 	}
-	if !strings.Contains(dry.stderr, "would delete 2 memories from") || !strings.Contains(dry.stderr, "and 3 state keys from "+filepath.Join(store, "state")) {
+	if !strings.Contains(dry.stderr, "would delete 2 memories from") || !strings.Contains(dry.stderr, "and 7 state keys from "+filepath.Join(store, "state")) {
 		t.Errorf("dry run stderr: %s", dry.stderr)
 	}
 	text := e.ok(append(m, "rm", "--resource", "alice", "--dry-run")...).stdout
-	for _, want := range []string{"State keys in " + filepath.Join(store, "state"), "SCOPE ID", "resource  alice", "_strata", "last_assembly", "notes"} {
+	for _, want := range []string{"State keys in " + filepath.Join(store, "state"), "SCOPE ID", "resource  alice", "_strata", "last_assembly", "notes",
+		`alice\x1fta`, `alice\x1ftshared`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dry run table lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "\x1f") {
+		t.Errorf("dry run table prints the scope id separator raw:\n%q", text)
 	}
 	if got := listKeys(t, st, "resource", "alice"); len(got) != 1 {
 		t.Fatalf("the dry run deleted state: %v", got)
 	}
 	// More than one thing to delete wants a confirmation.
-	e.fails(2, "2 memories and 3 state keys", append(m, "rm", "--resource", "alice")...)
+	e.fails(2, "2 memories and 7 state keys", append(m, "rm", "--resource", "alice")...)
 	if script, err := execLookPath("script"); err == nil {
 		// The question names where each goes from.
 		out := runUnderPTY(t, e.input("n\n"), script, bin+" --store "+store+" rm --resource alice")
-		want := "Delete 2 memories from " + store + " and 3 state keys from " + filepath.Join(store, "state") + "?"
+		want := "Delete 2 memories from " + store + " and 7 state keys from " + filepath.Join(store, "state") + "?"
 		if !strings.Contains(out, want) || !strings.Contains(out, "aborted") {
 			t.Errorf("confirmation %q lacks %q", out, want)
 		}
@@ -233,13 +296,11 @@ func TestRemoveResourceState(t *testing.T) {
 
 	var res rmResult
 	decodeJSON(t, e.ok(append(m, "rm", "--resource", "alice", "--yes", "--json")...).stdout, &res)
-	if res.Deleted != 2 || res.StateDeleted != 3 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) {
-		t.Errorf("rm --json = %+v, want 2 records and the state keys %v", res, aliceKeys)
+	if res.Deleted != 2 || res.StateDeleted != 7 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) || len(res.NotErased) != 0 {
+		t.Errorf("rm --json = %+v, want 2 records and the state keys %q", res, aliceKeys)
 	}
-	for _, sc := range [][2]string{{"resource", "alice"}, {"thread", "ta"}} {
-		if got := listKeys(t, st, sc[0], sc[1]); len(got) != 0 {
-			t.Errorf("alice's state survived: %v", got)
-		}
+	if got := aliceHas(); len(got) != 0 {
+		t.Errorf("alice's state survived: %q", got)
 	}
 	checkKept()
 	census, err := st.Get(ctx, storage.Key{Scope: "global", Layer: "census", Name: "state"})
@@ -247,6 +308,7 @@ func TestRemoveResourceState(t *testing.T) {
 		t.Errorf("global state after rm = %q, %v; want it untouched, alice's words included", census.Value, err)
 	}
 	e.fails(3, "no recorded assembly", "--store", store, "inspect", "ta")
+	e.fails(3, "no recorded assembly", "--store", store, "inspect", "ta", "--resource", "alice")
 	e.ok("--store", store, "inspect", "tb")
 	// Forgotten means a new session of alice starts from nothing.
 	if _, err := st.Get(ctx, storage.Key{Scope: "resource", ScopeID: "alice", Layer: "profile", Name: "state"}); err == nil {
@@ -261,13 +323,11 @@ func TestRemoveResourceState(t *testing.T) {
 	// of the threads, not the layers' state.
 	var narrow rmResult
 	decodeJSON(t, e.ok(append(m, "rm", "--resource", "bob", "--layer", "semantic", "--yes", "--json")...).stdout, &narrow)
-	// (tshared is bob's alone now that alice's record on it is gone.)
-	wantNarrow := []string{"thread/tb/_strata/last_assembly", "thread/tshared/_strata/last_assembly"}
-	if narrow.Deleted != 2 || narrow.StateDeleted != 2 || !slices.Equal(keyStrings(narrow.StateKeys), wantNarrow) {
-		t.Errorf("rm --resource bob --layer semantic = %+v, want 2 records and the state keys %v", narrow, wantNarrow)
+	wantNarrow := []string{tk("bob", "tb", "_strata", "last_assembly")}
+	if narrow.Deleted != 2 || narrow.StateDeleted != 1 || !slices.Equal(keyStrings(narrow.StateKeys), wantNarrow) {
+		t.Errorf("rm --resource bob --layer semantic = %+v, want 2 records and the state keys %q", narrow, wantNarrow)
 	}
-	kept[[2]string{"thread", "tb"}] = []string{"thread/tb/notes/state"}
-	kept[[2]string{"thread", "tshared"}] = []string{"thread/tshared/notes/state"}
+	kept[[2]string{"thread", storage.ThreadScopeID("bob", "tb")}] = []string{tk("bob", "tb", "notes", "state")}
 	checkKept()
 }
 
@@ -286,10 +346,8 @@ func TestRemoveResourceStateElsewhere(t *testing.T) {
 	defer st.Close()
 	converse(t, st, "alice", "ta", "I am allergic to peanuts")
 	converse(t, st, "bob", "tb", "I live in Oslo")
-	aliceKeys := []string{"resource/alice/profile/state", "thread/ta/_strata/last_assembly", "thread/ta/notes/state"}
-	keysOf := func(res, thread string) []string {
-		return append(listKeys(t, st, "resource", res), listKeys(t, st, "thread", thread)...)
-	}
+	aliceKeys := sessionKeys("alice", "ta")
+	keysOf := func(res, thread string) []string { return keysOf(t, st, res, thread) }
 
 	// A bare chromem collection records no state store.
 	coll := "chromem://" + filepath.Join(e.dir, "coll") + "?collection=memories"
@@ -370,7 +428,7 @@ func TestRemoveResourceStateElsewhere(t *testing.T) {
 	// alice, so her thread's state goes too.
 	var res rmResult
 	decodeJSON(t, e.ok(rm("--json", "--state", stateDir)...).stdout, &res)
-	if res.Deleted != 2 || res.StateDeleted != 3 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) || res.StateError != "" {
+	if res.Deleted != 2 || res.StateDeleted != 4 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) || res.StateError != "" {
 		t.Errorf("rm --state after the refusals: %+v, want 2 records and %v", res, aliceKeys)
 	}
 	if got := keysOf("alice", "ta"); len(got) != 0 {
@@ -379,7 +437,7 @@ func TestRemoveResourceStateElsewhere(t *testing.T) {
 	if n := records(); n != 0 {
 		t.Errorf("%d records left after rm --state", n)
 	}
-	if got := keysOf("bob", "tb"); len(got) != 3 {
+	if got := keysOf("bob", "tb"); !slices.Equal(got, sessionKeys("bob", "tb")) {
 		t.Errorf("bob's state: %v", got)
 	}
 }
@@ -396,10 +454,8 @@ func TestRemoveResourceRecordsOnly(t *testing.T) {
 	}
 	defer st.Close()
 	converse(t, st, "bob", "tb", "I live in Oslo")
-	bobKeys := []string{"resource/bob/profile/state", "thread/tb/_strata/last_assembly", "thread/tb/notes/state"}
-	keysOf := func() []string {
-		return append(listKeys(t, st, "resource", "bob"), listKeys(t, st, "thread", "tb")...)
-	}
+	bobKeys := sessionKeys("bob", "tb")
+	keysOf := func() []string { return keysOf(t, st, "bob", "tb") }
 	coll := "chromem://" + filepath.Join(e.dir, "coll") + "?collection=memories"
 	m := []string{"--store", coll, "--embedder", "hash:64"}
 	add := func() {

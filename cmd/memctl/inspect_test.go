@@ -13,8 +13,15 @@ import (
 	"github.com/stratamem/strata/storage"
 )
 
-func assemblyKeyForTest(thread string) storage.Key {
-	return storage.Key{Scope: "thread", ScopeID: thread, Layer: "_strata", Name: "last_assembly"}
+// assemblyKeyForTest is where core records the last assembly of a thread
+// of resource ("" for none).
+func assemblyKeyForTest(resource, thread string) storage.Key {
+	return storage.Key{Scope: "thread", ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: "last_assembly"}
+}
+
+// bindingKeyForTest is where core keeps the resource a thread belongs to.
+func bindingKeyForTest(thread string) storage.Key {
+	return storage.Key{Scope: "thread", ScopeID: thread, Layer: "_strata", Name: "resource"}
 }
 
 // recordTurn runs two turns of a real session on thread with
@@ -73,7 +80,7 @@ func TestInspect(t *testing.T) {
 	}
 
 	out := e.ok("--store", store, "inspect", "t1").stdout
-	for _, want := range []string{"Thread t1: turn", "[system]", "[anchor]", "[history]", "[live]", "instructions", "clock",
+	for _, want := range []string{"Thread t1 of resource alice: turn", "[system]", "[anchor]", "[history]", "[live]", "instructions", "clock",
 		"Pinned (served the epoch's bytes): instructions", "Superseded by context updates:", "Epoch:", "What did I say?", "LAYER", "SERVED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect lacks %q:\n%s", want, out)
@@ -93,7 +100,8 @@ func TestInspect(t *testing.T) {
 	// threads.
 	e.ok("--store", store, "--embedder", "hash:64", "add", "-l", "semantic", "-t", "t1", "-r", "alice", "hi")
 	r := e.ok("--store", store, "rm", "--resource", "alice", "--yes")
-	if !strings.Contains(r.stdout, "deleted 1 memory and 1 state key") {
+	// (the recorded assembly and the thread's binding to alice)
+	if !strings.Contains(r.stdout, "deleted 1 memory and 2 state keys") {
 		t.Errorf("rm --resource: %s %s", r.stdout, r.stderr)
 	}
 	e.fails(3, "no recorded assembly", "--store", store, "inspect", "t1")

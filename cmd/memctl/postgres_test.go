@@ -157,9 +157,10 @@ func TestInspectPostgres(t *testing.T) {
 	thread := "memctl-inspect-" + hex.EncodeToString(b)
 	recordTurn(t, st, thread)
 	t.Cleanup(func() {
-		key := assemblyKeyForTest(thread)
-		if en, err := st.Get(ctx, key); err == nil {
-			_ = st.Delete(ctx, key, en.Revision)
+		for _, key := range []storage.Key{assemblyKeyForTest("alice", thread), bindingKeyForTest(thread)} {
+			if en, err := st.Get(ctx, key); err == nil {
+				_ = st.Delete(ctx, key, en.Revision)
+			}
 		}
 	})
 	e := newEnv(t)
@@ -186,7 +187,8 @@ func TestRemoveResourceStatePostgres(t *testing.T) {
 	sfx := hex.EncodeToString(b)
 	alice, bob, ta, tb := "alice-"+sfx, "bob-"+sfx, "ta-"+sfx, "tb-"+sfx
 	t.Cleanup(func() {
-		for _, sc := range [][2]string{{"resource", alice}, {"resource", bob}, {"thread", ta}, {"thread", tb}, {"global", ""}} {
+		for _, sc := range [][2]string{{"resource", alice}, {"resource", bob}, {"thread", ta}, {"thread", tb},
+			{"thread", storage.ThreadScopeID(alice, ta)}, {"thread", storage.ThreadScopeID(bob, tb)}, {"global", ""}} {
 			keys, _ := st.Keys(ctx, sc[0], sc[1])
 			for _, k := range keys {
 				if sc[0] == "global" && k.Layer != "census" {
@@ -208,11 +210,8 @@ func TestRemoveResourceStatePostgres(t *testing.T) {
 	e.ok(append(m, "add", "-l", "observations", "-t", ta, "likes tea")...)
 	e.ok(append(m, "add", "-l", "semantic", "-t", tb, "-r", bob, "Oslo")...)
 
-	aliceKeys := []string{"resource/" + alice + "/profile/state", "thread/" + ta + "/_strata/last_assembly", "thread/" + ta + "/notes/state"}
-	bobKeys := []string{"resource/" + bob + "/profile/state", "thread/" + tb + "/_strata/last_assembly", "thread/" + tb + "/notes/state"}
-	keysOf := func(res, thread string) []string {
-		return append(listKeys(t, st, "resource", res), listKeys(t, st, "thread", thread)...)
-	}
+	aliceKeys, bobKeys := sessionKeys(alice, ta), sessionKeys(bob, tb)
+	keysOf := func(res, thread string) []string { return keysOf(t, st, res, thread) }
 	if got := keysOf(alice, ta); !slices.Equal(got, aliceKeys) {
 		t.Fatalf("the session wrote %v for alice, want %v", got, aliceKeys)
 	}
@@ -221,12 +220,12 @@ func TestRemoveResourceStatePostgres(t *testing.T) {
 	if n != 2 || !slices.Equal(keyStrings(planned), aliceKeys) {
 		t.Errorf("dry run: %d records, state keys %v; want 2 and %v", n, keyStrings(planned), aliceKeys)
 	}
-	if got := keysOf(alice, ta); len(got) != 3 {
+	if got := keysOf(alice, ta); len(got) != 4 {
 		t.Fatalf("the dry run deleted state: %v", got)
 	}
 	var res rmResult
 	decodeJSON(t, e.ok(append(m, "rm", "--resource", alice, "--yes", "--json")...).stdout, &res)
-	if res.Deleted != 2 || res.StateDeleted != 3 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) {
+	if res.Deleted != 2 || res.StateDeleted != 4 || !slices.Equal(keyStrings(res.StateKeys), aliceKeys) {
 		t.Errorf("rm --json = %+v, want 2 records and the state keys %v", res, aliceKeys)
 	}
 	if got := keysOf(alice, ta); len(got) != 0 {

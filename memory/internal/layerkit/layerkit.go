@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -138,16 +139,14 @@ func Scoped(layer, kind string, scope core.Scope, run core.RunInfo) (vectorstore
 	switch scope {
 	case core.ScopeThread:
 		f.Thread, f.Resource = run.ThreadID, run.ResourceID
-		key := "thread\x00" + run.ThreadID
-		if run.ResourceID != "" {
-			key = "thread\x00" + run.ResourceID + "\x00" + run.ThreadID
-		}
-		return vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}, key, f
+		s := vectorstore.Scope{Thread: run.ThreadID, Resource: run.ResourceID}
+		return s, memory.ScopeKey(string(scope), s), f
 	case core.ScopeResource:
 		f.Resource = run.ResourceID
-		return vectorstore.Scope{Resource: run.ResourceID}, "resource\x00" + run.ResourceID, f
+		s := vectorstore.Scope{Resource: run.ResourceID}
+		return s, memory.ScopeKey(string(scope), s), f
 	}
-	return vectorstore.Scope{}, "global", f
+	return vectorstore.Scope{}, memory.ScopeKey(string(scope), vectorstore.Scope{}), f
 }
 
 // RecordID is the deterministic id of the record of kind with this natural

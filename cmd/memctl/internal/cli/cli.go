@@ -44,7 +44,7 @@ type app struct {
 func Main(ctx context.Context, args []string, stdio IO) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stdio.Err, "memctl: internal error: %s\n", oneLine(fmt.Sprint(r)))
+			fmt.Fprintf(stdio.Err, "memctl: internal error: %s\n", esc(oneLine(fmt.Sprint(r))))
 			code = ExitError
 		}
 	}()
@@ -65,7 +65,9 @@ func Main(ctx context.Context, args []string, stdio IO) (code int) {
 	if errors.Is(err, ErrUsage) {
 		msg += " (see '" + cmd.CommandPath() + " --help')"
 	}
-	fmt.Fprintln(stdio.Err, "memctl: "+msg)
+	// The message may quote what the store holds: escaped, as every
+	// human-readable line is.
+	fmt.Fprintln(stdio.Err, "memctl: "+esc(msg))
 	return ExitCode(err)
 }
 
@@ -90,6 +92,11 @@ embedded store records in strata.json, else the default model:
 
 Output is a table by default; --json prints JSON (one object per line for
 ls and search). Long operations show progress when stderr is a terminal.
+Memories are written by models, so every human-readable line (tables, show,
+inspect, stats, dry runs, prompts, errors) prints the control characters
+they hold as visible escapes (\x1b, \r, \u009b, \u202e...): nothing a
+memory holds can drive the terminal. --json and export write the text
+exactly (JSON escapes, no raw control).
 
 ` + exitCodesHelp
 
@@ -226,8 +233,10 @@ func (a *app) completeIDs(cmd *cobra.Command, args []string, prefix string) ([]s
 			break
 		}
 		n++
-		if strings.HasPrefix(r.ID, prefix) {
-			out = append(out, r.ID+"\t"+r.Layer+" "+clip(r.Text, 40))
+		// An id holding a control is not offered: the shell would print
+		// it raw, and its escaped form names no record.
+		if strings.HasPrefix(r.ID, prefix) && esc(r.ID) == r.ID {
+			out = append(out, r.ID+"\t"+clip(r.Layer+" "+r.Text, 40))
 			if len(out) >= 1000 {
 				break
 			}

@@ -147,3 +147,33 @@ func TestRecordsEqual(t *testing.T) {
 		t.Fatal("vectors: strict for import, within rounding for migrate")
 	}
 }
+
+// TestCellsEscape: the helpers every table and listing uses print no
+// control, and clip counts and cuts after escaping.
+func TestCellsEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                          "-",
+		"a\tb\nc\rd":                `a\tb\nc\rd`,
+		"x\x1b]0;t\x07\u009b\u202e": `x\x1b]0;t\x07\u009b\u202e`,
+		"carol\x1fmain":             `carol\x1fmain`,
+	} {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := clip("  two\n\twords\x1b[2J  ", 0); got != `two words\x1b[2J` {
+		t.Errorf("clip = %q", got)
+	}
+	if got := clip("ab\x1b[2Jcdef", 6); got != `ab\x1…` {
+		t.Errorf("clip 6 = %q", got)
+	}
+	var b strings.Builder
+	if err := writeJSON(&b, map[string]string{"t": "\x1b\u009b\u202e\x7f"}); err != nil || b.String() != `{"t":"\u001b\u009b\u202e\u007f"}`+"\n" {
+		t.Errorf("writeJSON = %q, %v", b.String(), err)
+	}
+	for in, want := range map[string]string{"main": "main", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "t-1.x@y": "t-1.x@y"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

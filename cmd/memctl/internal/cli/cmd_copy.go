@@ -189,7 +189,7 @@ func (a *app) report(r copyResult, what string) error {
 		return writeJSON(a.io.Out, r)
 	}
 	fmt.Fprintf(a.io.Out, "%s: %d records, %d written, %d already there, verified %d/%d (target holds %d)\n",
-		what, r.Source, r.Written, r.Skipped, r.Verified, r.Source, r.Target)
+		esc(what), r.Source, r.Written, r.Skipped, r.Verified, r.Source, r.Target)
 	return nil
 }
 
@@ -222,7 +222,7 @@ func (a *app) reindexDir(ctx context.Context, ref storeRef, target embedspec.Spe
 		return a.finishSwap(dir, st)
 	}
 	if meta.Embedder == target.ID() && st.Phase == "" {
-		fmt.Fprintf(a.io.Err, "store %s is embedded with %s already: nothing to do\n", dir, target.ID())
+		fmt.Fprintf(a.io.Err, "store %s is embedded with %s already: nothing to do\n", esc(dir), esc(target.ID()))
 		if !a.flags.json {
 			return nil
 		}

@@ -119,14 +119,14 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 		if err := os.Rename(file.Name(), path); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		fmt.Fprintf(a.io.Err, "exported %s to %s\n", plural(w.Count(), "memory", "memories"), path)
+		fmt.Fprintf(a.io.Err, "exported %s to %s\n", plural(w.Count(), "memory", "memories"), esc(path))
 	}
 	return nil
 }
 
 type importFlags struct {
-	keepGoing bool
-	batch     int
+	keepGoing, lastWins bool
+	batch               int
 }
 
 func (a *app) importCmd() *cobra.Command {
@@ -149,7 +149,13 @@ in its header).
 A line that does not parse or is refused by the store is reported with its
 line number and nothing of it is imported; by default the import stops
 there (the lines before it are imported), with --keep-going it goes on and
-reports every bad line, and exits 1 at the end.`,
+reports every bad line, and exits 1 at the end.
+
+One id on two lines is refused before anything is written (exit status 1,
+naming the id and both lines): a later line would otherwise silently
+replace the earlier one. --last-wins imports it anyway, the last line of
+each id winning. (The input is read twice; stdin is kept in a temporary
+file for the second reading.)`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "-"
@@ -160,6 +166,7 @@ reports every bad line, and exits 1 at the end.`,
 		},
 	}
 	cmd.Flags().BoolVar(&f.keepGoing, "keep-going", false, "skip bad lines and go on (default: stop at the first)")
+	cmd.Flags().BoolVar(&f.lastWins, "last-wins", false, "let a later line of an id replace an earlier one (default: refuse duplicate ids, import nothing)")
 	cmd.Flags().IntVar(&f.batch, "batch", 500, "records per write")
 	return cmd
 }
@@ -192,6 +199,15 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 			size = fi.Size()
 		}
 		in = file
+	}
+	if !f.lastWins {
+		// Refuse one id on two lines before writing anything.
+		var err error
+		var done func()
+		if in, size, done, err = checkDuplicateIDs(in, size); err != nil {
+			return err
+		}
+		defer done()
 	}
 	rd := exportfmt.NewReader(in)
 	im := &importer{a: a, keepGoing: f.keepGoing, batch: f.batch}
@@ -271,7 +287,7 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 			return err
 		}
 	} else {
-		fmt.Fprintf(a.io.Out, "imported into %s: %d added, %d updated, %d unchanged", s.ref, st.Added, st.Updated, st.Unchanged)
+		fmt.Fprintf(a.io.Out, "imported into %s: %d added, %d updated, %d unchanged", esc(s.ref.String()), st.Added, st.Updated, st.Unchanged)
 		if st.Embedded > 0 {
 			fmt.Fprintf(a.io.Out, ", %d embedded", st.Embedded)
 		}
@@ -284,6 +300,92 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 		return fmt.Errorf("%w: %d line(s) were not imported (reported above)", ErrBadLines, st.BadLines)
 	}
 	return nil
+}
+
+// checkDuplicateIDs reads the whole input and refuses it when one id is
+// on two lines (lines that do not parse are the import's to report). It
+// returns the input to import, read again from the start: the file
+// rewound, or stdin kept in a temporary file (removed once closed).
+func checkDuplicateIDs(in io.Reader, size int64) (io.Reader, int64, func(), error) {
+	var spool *os.File
+	src := in
+	file, seekable := in.(*os.File)
+	if seekable {
+		// A pipe or terminal cannot be read again.
+		_, err := file.Seek(0, io.SeekCurrent)
+		seekable = err == nil
+	}
+	if !seekable {
+		var err error
+		if spool, err = os.CreateTemp("", "memctl-import-*.jsonl"); err != nil {
+			return nil, 0, nil, fmt.Errorf("import: %w", err)
+		}
+		// Unlinked at once where the system allows it: the open file is
+		// then the only reference.
+		_ = os.Remove(spool.Name())
+		src = io.TeeReader(in, spool)
+	}
+	fail := func(err error) (io.Reader, int64, func(), error) {
+		if spool != nil {
+			_ = spool.Close()
+			_ = os.Remove(spool.Name())
+		}
+		return nil, 0, nil, err
+	}
+	first := map[string]int{}
+	var dupID string
+	var dupLines [2]int
+	dups := 0
+	rd := exportfmt.NewReader(src)
+	for {
+		it, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.As(err, new(*exportfmt.LineError)) {
+				continue
+			}
+			return fail(fmt.Errorf("import: %w", err))
+		}
+		if it.Record == nil || checkID(it.Record.ID) != nil {
+			continue
+		}
+		id := it.Record.ID
+		line, seen := first[id]
+		switch {
+		case !seen:
+			first[id] = it.Line
+		case line > 0:
+			if dups == 0 {
+				dupID, dupLines = id, [2]int{line, it.Line}
+			}
+			dups++
+			first[id] = -1 // counted once
+		}
+	}
+	if dups > 0 {
+		more := ""
+		if dups > 1 {
+			more = fmt.Sprintf(" (and %s)", plural(dups-1, "more id", "more ids"))
+		}
+		return fail(fmt.Errorf("import: %w %q on line %d and on line %d%s: nothing imported (pass --last-wins to let the last line of each id win)",
+			ErrDuplicateID, dupID, dupLines[0], dupLines[1], more))
+	}
+	if spool != nil {
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
+			return fail(fmt.Errorf("import: %w", err))
+		}
+		fi, err := spool.Stat()
+		if err != nil {
+			return fail(fmt.Errorf("import: %w", err))
+		}
+		return spool, fi.Size(), func() { _ = spool.Close(); _ = os.Remove(spool.Name()) }, nil
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, nil, fmt.Errorf("import: %w", err)
+	}
+	return file, size, func() {}, nil
 }
 
 // importer batches records and writes them idempotently.
@@ -311,7 +413,7 @@ func (im *importer) bad(err error) error {
 		done := im.stats.Added + im.stats.Updated + im.stats.Unchanged
 		return fmt.Errorf("import: %v; stopped, nothing imported from that line on (%d record(s) before it were; --keep-going skips bad lines)", err, done)
 	}
-	fmt.Fprintf(im.a.io.Err, "memctl: import: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(im.a.io.Err, "memctl: import: %s\n", esc(oneLine(err.Error())))
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (a *app) runLs(ctx context.Context, f *lsFlags) error {
 		return err
 	}
 	if next != "" {
-		fmt.Fprintf(a.io.Err, "more records: --page-token %s\n", next)
+		fmt.Fprintf(a.io.Err, "more records: --page-token %s\n", esc(next))
 	}
 	return nil
 }
@@ -269,10 +269,11 @@ func (a *app) runShow(ctx context.Context, id string, vectors bool) error {
 		return writeJSONIndent(a.io.Out, &r)
 	}
 	tw := newTable(a.io.Out)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	// Every value is a cell: escaped, on one line.
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, cell(v)) }
 	row("ID", r.ID)
-	row("Layer", cell(r.Layer))
-	row("Kind", cell(r.Kind))
+	row("Layer", r.Layer)
+	row("Kind", r.Kind)
 	row("Scope", scopeCell(r.Scope))
 	row("Created", fmtTimeFull(r.CreatedAt))
 	row("Valid", validity(&r))
@@ -289,13 +290,13 @@ func (a *app) runShow(ctx context.Context, id string, vectors bool) error {
 	if len(r.Metadata) > 0 {
 		fmt.Fprintln(tw, "Metadata:")
 		for _, k := range slices.Sorted(mapKeys(r.Metadata)) {
-			fmt.Fprintf(tw, "  %s\t%s\n", k, cell(r.Metadata[k]))
+			fmt.Fprintf(tw, "  %s\t%s\n", cell(k), cell(r.Metadata[k]))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.io.Out, "Text:\n%s\n", indent(r.Text))
+	fmt.Fprintf(a.io.Out, "Text:\n%s\n", indent(escText(r.Text)))
 	if vectors {
 		vs := make([]string, len(r.Vector))
 		for i, v := range r.Vector {

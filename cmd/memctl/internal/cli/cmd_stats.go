@@ -112,11 +112,11 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 		return writeJSONIndent(a.io.Out, st)
 	}
 	tw := newTable(a.io.Out)
-	fmt.Fprintf(tw, "Store:\t%s\n", st.Store)
-	fmt.Fprintf(tw, "  chosen by:\t%s\n", st.StoreSource)
-	fmt.Fprintf(tw, "  backend:\t%s, collection %q\n", st.Backend, st.Collection)
-	fmt.Fprintf(tw, "Embedder:\t%s\n", st.Embedder)
-	fmt.Fprintf(tw, "  chosen by:\t%s\n", st.EmbedderSrc)
+	fmt.Fprintf(tw, "Store:\t%s\n", cell(st.Store))
+	fmt.Fprintf(tw, "  chosen by:\t%s\n", cell(st.StoreSource))
+	fmt.Fprintf(tw, "  backend:\t%s, collection %q\n", cell(st.Backend), st.Collection)
+	fmt.Fprintf(tw, "Embedder:\t%s\n", cell(st.Embedder))
+	fmt.Fprintf(tw, "  chosen by:\t%s\n", cell(st.EmbedderSrc))
 	fmt.Fprintf(tw, "  dimension:\t%d (%s)\n", st.Dimension, st.Distance)
 	fmt.Fprintf(tw, "Memories:\t%d in %s and %s\n", st.Records, plural(st.Threads, "thread", "threads"), plural(st.Resources, "resource", "resources"))
 	size := fmt.Sprintf("%s of data", humanBytes(st.DataBytes))
@@ -141,7 +141,7 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 			if name == "" {
 				name = "(none)"
 			}
-			fmt.Fprintf(tw, "  %s\t%d\n", name, m[k])
+			fmt.Fprintf(tw, "  %s\t%d\n", cell(name), m[k])
 		}
 	}
 	section("By layer", st.ByLayer)

@@ -52,11 +52,15 @@ const addLong = `Add a memory through the same path as its layer, so the layer r
                 memctl add -l scratchpad -t t1 --key plan "ship v2 on Friday"
   episodic      an episode record in the layer's shape (one per --run):
                 memctl add -l episodic -r alice --scope resource --run r42 "Helped plan the trip"
-  semantic      a message record in the layer's shape:
+  semantic      a message record in the layer's shape (a resource-scoped
+                layer's messages belong to a thread of the resource):
                 memctl add -l semantic -t t1 --role user "I moved to Berlin"
+                memctl add -l semantic -t t1 -r alice --scope resource "I moved to Berlin"
 
 TEXT is an argument, --text, or - for stdin. The scope is --scope, else thread
 when --thread is given, else resource when --resource is given, else global.
+A thread that belongs to a resource is named by both: -t T -r R writes a
+thread-scoped memory carrying both ids, as the runtime writes them.
 Every record is checked against its layer's rules: a kind the layer reads,
 a scope it can be configured with, the metadata it needs, a text of at most
 8 KiB of UTF-8. It is embedded with the store's embedder and written; the
@@ -195,7 +199,11 @@ func (a *app) runAdd(ctx context.Context, cmd *cobra.Command, f *addFlags) error
 		}
 	}
 	if !contains(rule.Scopes, scope) {
-		return usageErrorf("layer %s cannot be %s-scoped (want %s; give --thread or --resource)", typ, scope, strings.Join(rule.Scopes, " or "))
+		if f.scope == "" {
+			// The scope was inferred: say what to give.
+			return usageErrorf("layer %s cannot be %s-scoped: give --thread (for a thread-scoped layer) or --resource (resource-scoped)", typ, scope)
+		}
+		return usageErrorf("--scope %s: layer %s can be %s-scoped only", scope, typ, strings.Join(rule.Scopes, " or "))
 	}
 	sc := vectorstore.Scope{Thread: f.thread, Resource: f.resource}
 	switch scope {
@@ -204,19 +212,20 @@ func (a *app) runAdd(ctx context.Context, cmd *cobra.Command, f *addFlags) error
 			return usageErrorf("scope thread needs --thread")
 		}
 	case layerrules.ScopeResource:
-		if f.resource == "" {
+		switch {
+		case f.resource == "" && typ == layerrules.Semantic:
+			return usageErrorf("a resource-scoped semantic layer keeps each message in a thread of the resource: give --resource and --thread")
+		case f.resource == "":
 			return usageErrorf("scope resource needs --resource")
-		}
-		if f.thread != "" && typ != layerrules.Semantic {
+		case typ == layerrules.Semantic && f.thread == "":
+			return usageErrorf("a resource-scoped semantic layer keeps each message in a thread of the resource: give --thread too")
+		case f.thread != "" && typ != layerrules.Semantic:
 			return usageErrorf("a resource-scoped memory has no thread: drop --thread or use --scope thread")
 		}
 	case layerrules.ScopeGlobal:
 		if f.thread != "" || f.resource != "" {
 			return usageErrorf("a global memory has no thread or resource")
 		}
-	}
-	if (typ == layerrules.Observations || typ == layerrules.Temporal) && f.thread != "" && f.resource != "" {
-		return usageErrorf("layer %s keys a memory by its thread or its resource, not both: give one", typ)
 	}
 	if typ != layerrules.Temporal && strings.TrimSpace(f.text) == "" {
 		return usageErrorf("no text: give it as an argument, with --text, or - for stdin")
@@ -287,7 +296,7 @@ func (a *app) printWritten(out []written) error {
 	tw := newTable(a.io.Out)
 	fmt.Fprintln(tw, "ID\tLAYER\tKIND\tACTION\tTEXT")
 	for _, w := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.ID, cell(w.Layer), cell(w.Kind), w.Action, cell(clip(w.Text, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(w.ID), cell(w.Layer), cell(w.Kind), w.Action, cell(clip(w.Text, 60)))
 	}
 	return tw.Flush()
 }

@@ -10,7 +10,10 @@
 // (ErrNotFound, ErrNoStore); progress drawn only when stderr is a
 // terminal; bulk deletes confirmed on a terminal or by --yes; shell
 // completion for bash, zsh, fish and PowerShell, including record ids and
-// flag values.
+// flag values. Everything a human-readable line quotes from the store (or
+// from the command line) goes through esc, cell, clip or escText (package
+// termsafe): controls are printed as visible escapes, never raw; JSON
+// output goes through termsafe.JSON, exact and free of raw controls.
 //
 // Stores: a directory is the embedded default, opened with embedded.Open
 // (its strata.json names the embedder, so commands that never embed load

@@ -41,6 +41,9 @@ var (
 	ErrDistance = errors.New("distance mismatch")
 	// ErrBadLines is wrapped when an import skipped lines.
 	ErrBadLines = errors.New("bad lines")
+	// ErrDuplicateID is wrapped when an import's input holds one id on two
+	// lines (and --last-wins is off): exit status 1, nothing is written.
+	ErrDuplicateID = errors.New("duplicate id")
 	// ErrStateStore is wrapped when rm cannot list or delete the runtime's
 	// layer state: exit status 1, even when the cause is a state directory
 	// that does not exist, since rm then deleted nothing it was asked to.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stratamem/strata/cmd/memctl/internal/termsafe"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -17,24 +19,46 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// writeJSON writes v as one JSON line.
+// writeJSON writes v as one JSON line. The JSON is exact, and safe on a
+// terminal: encoding/json escapes the C0 controls, termsafe.JSON the
+// others (DEL, C1, bidirectional controls).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return encodeJSON(w, v, false)
 }
 
 // writeJSONIndent writes v as indented JSON (single objects).
 func writeJSONIndent(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return encodeJSON(w, v, true)
 }
 
-// clip puts s on one line and shortens it to n runes.
+func encodeJSON(w io.Writer, v any, indent bool) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termsafe.JSON(buf.Bytes()))
+	return err
+}
+
+// esc makes a value read from the store (or given by the operator) safe
+// to print on one line: every control, bidirectional override and invalid
+// byte becomes a visible escape (see package termsafe). Every
+// human-readable output passes what it quotes through esc, cell, clip or
+// escText.
+func esc(s string) string { return termsafe.Escape(s) }
+
+// escText is esc for a multi-line block: newlines and tabs are kept.
+func escText(s string) string { return termsafe.Text(s) }
+
+// clip puts s on one line (runs of white space become one space), escapes
+// what is left that a terminal would act on, and shortens it to n runes.
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = esc(strings.Join(strings.Fields(s), " "))
 	if n <= 0 || utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -42,17 +66,13 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// cell makes a value safe for a tab-separated cell.
+// cell makes a value safe for a tab-separated cell: "-" when empty, with
+// tabs, newlines and every other control escaped.
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
+	return esc(s)
 }
 
 func fmtTime(t time.Time) string {

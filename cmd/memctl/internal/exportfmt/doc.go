@@ -10,5 +10,7 @@
 // shortest digits that parse back to the same bits, times with their full
 // (microsecond) precision in UTC. Unknown fields are refused, so a typo
 // in a hand-written line is an error naming the line, not a silently
-// dropped field.
+// dropped field. A record's revision, the version counter of the store it
+// was read from, is not exported; one on an input line is read and ignored
+// by the store it is imported into, which gives every record its own.
 package exportfmt

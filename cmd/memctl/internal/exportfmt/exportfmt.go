@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/stratamem/strata/cmd/memctl/internal/termsafe"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -56,9 +57,16 @@ func (w *Writer) WriteHeader(h Header) error {
 	return w.line(h)
 }
 
-// Write writes one record.
+// Write writes one record. Its revision is left out: it is the version
+// counter of the store it was read from, not part of the memory (a store
+// the export is imported into gives every record its own).
 func (w *Writer) Write(r *vectorstore.Record) error {
 	w.n++
+	if r.Revision != 0 {
+		c := *r
+		c.Revision = 0
+		r = &c
+	}
 	return w.line(r)
 }
 
@@ -69,14 +77,17 @@ func (w *Writer) line(v any) error {
 	// encoding/json writes float32 values with the shortest digits that
 	// parse back to the same float32, and times as RFC 3339 with all
 	// their digits: the round trip is exact. HTML escaping is off so text
-	// stays readable in the file.
+	// stays readable in the file; the controls encoding/json leaves raw
+	// (DEL, C1, bidirectional overrides) are written as \u escapes, so an
+	// export to a terminal or a pager fires none of them, and decodes to
+	// the same text.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.w.Write(buf.Bytes())
+	_, err := w.w.Write(termsafe.JSON(buf.Bytes()))
 	return err
 }
 

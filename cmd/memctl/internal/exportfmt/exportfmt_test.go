@@ -1,12 +1,14 @@
 package exportfmt_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/stratamem/strata/cmd/memctl/internal/exportfmt"
+	"github.com/stratamem/strata/vectorstore"
 )
 
 const header = `{"memctl_export":1,"embedder":"hash-2","dimension":2,"distance":"dot"}`
@@ -50,5 +52,52 @@ func TestHeaderIsFirstNonBlankLine(t *testing.T) {
 		if got := strings.Join(readAll(t, in), " "); got != want {
 			t.Errorf("%q: read %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWriteControlsExact: a record holding terminal controls is written
+// with none of them raw (an export to stdout fires nothing on a terminal)
+// and reads back exactly.
+func TestWriteControlsExact(t *testing.T) {
+	planted := "\x1b]0;pwned\x07\x1b[2J\r\x7f\u009b2J\u202eevil\u2066\u2028"
+	in := vectorstore.Record{ID: "id\x1b[1m", Layer: "observations", Text: planted,
+		Scope:    vectorstore.Scope{Thread: "t\u009d1"},
+		Metadata: map[string]string{"note": planted}}
+	var buf bytes.Buffer
+	w := exportfmt.NewWriter(&buf)
+	if err := w.Write(&in); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range buf.String() {
+		if r != '\n' && (r < 0x20 || r >= 0x7f && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x2028) {
+			t.Fatalf("export holds %U raw: %q", r, buf.String())
+		}
+	}
+	it, err := exportfmt.NewReader(&buf).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := it.Record
+	if got.ID != in.ID || got.Text != in.Text || got.Scope != in.Scope || got.Metadata["note"] != planted {
+		t.Errorf("read back %+v, want %+v", got, in)
+	}
+}
+
+// TestWriteNoRevision: the store's revision is not part of an export.
+func TestWriteNoRevision(t *testing.T) {
+	var buf bytes.Buffer
+	w := exportfmt.NewWriter(&buf)
+	r := vectorstore.Record{ID: "a", Text: "x", Revision: 7}
+	if err := w.Write(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "revision") || r.Revision != 7 {
+		t.Errorf("export %s (record revision now %d)", buf.String(), r.Revision)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stratamem/strata/memory"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,14 +90,16 @@ var rules = map[string]Rule{
 		Doc: "a run summary; metadata run (the run it summarises), outcome optional"},
 	// A "context" record (a message with its neighbours) is derived: the
 	// layer rewrites it when the messages around it change.
-	Semantic: {Type: Semantic, Kinds: []string{"message", "context"}, Scopes: []string{ScopeThread},
-		Doc: "a conversation message; thread required, metadata role user|assistant"},
+	// A resource-scoped semantic layer recalls from every thread of the
+	// resource: its messages still belong to a thread, and carry both.
+	Semantic: {Type: Semantic, Kinds: []string{"message", "context"}, Scopes: []string{ScopeThread, ScopeResource},
+		Doc: "a conversation message; thread required (and the resource for a resource-scoped layer), metadata role user|assistant"},
 	Entity: {Type: Entity, Kinds: []string{entity.KindEntity}, Scopes: []string{ScopeThread, ScopeResource, ScopeGlobal}, ScopeMeta: true,
 		Doc: "a person, organization, place, concept or other; metadata name and type, the text holds the notes"},
 	Observations: {Type: Observations, Kinds: []string{"observation"}, Scopes: []string{ScopeThread, ScopeResource},
-		Doc: "a remembered fact; thread or resource (one of them), metadata importance 1..5"},
+		Doc: "a remembered fact; a thread (and its resource, if any) or a resource alone, metadata importance 1..5"},
 	Temporal: {Type: Temporal, Kinds: []string{temporal.Kind, temporal.KindCorrected}, Scopes: []string{ScopeThread, ScopeResource},
-		Doc: "a fact with validity; thread or resource (one of them), metadata subject, predicate, value"},
+		Doc: "a fact with validity; a thread (and its resource, if any) or a resource alone, metadata subject, predicate, value"},
 	Scratchpad: {Type: Scratchpad, Kinds: []string{"note"}, Scopes: []string{ScopeThread, ScopeResource, ScopeGlobal}, ScopeMeta: true,
 		Doc: "a working note; metadata key, the text is \"key: value\""},
 }
@@ -377,8 +380,10 @@ func checkScope(rl Rule, r *vectorstore.Record) error {
 		}
 		return nil
 	case Observations, Temporal:
-		if (th == "") == (res == "") {
-			return bad("give exactly one of thread or resource (the layer is thread- or resource-scoped)")
+		// Thread-scoped: a thread, with the resource it belongs to if
+		// any; resource-scoped: a resource alone.
+		if th == "" && res == "" {
+			return bad("give a thread (with its resource, if any) or a resource (the layer is thread- or resource-scoped)")
 		}
 		return nil
 	}
@@ -437,13 +442,7 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 // ScopeKey is the scope part of the ids of episodic, entity and
 // scratchpad records: "thread\x00T", "resource\x00R" or "global".
 func ScopeKey(scope string, s vectorstore.Scope) string {
-	switch scope {
-	case ScopeThread:
-		return "thread\x00" + s.Thread
-	case ScopeResource:
-		return "resource\x00" + s.Resource
-	}
-	return "global"
+	return memory.ScopeKey(scope, s)
 }
 
 // EpisodeID is the id the episodic layer gives the episode of a run.

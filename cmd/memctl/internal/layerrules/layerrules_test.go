@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]func(*vectorstore.Record){
-		"scope":              func(r *vectorstore.Record) { r.Scope.Thread = "t1" },
+		"scope":              func(r *vectorstore.Record) { r.Scope = vectorstore.Scope{} },
 		"metadata.value":     func(r *vectorstore.Record) { r.Metadata["value"] = ""; r.Text = "user lives in: " },
 		"kind":               func(r *vectorstore.Record) { r.Kind = "note" },
 		"text":               func(r *vectorstore.Record) { r.Text = "something else" },
@@ -68,6 +68,13 @@ func TestCheck(t *testing.T) {
 		if !errors.As(err, &le) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v", want, err)
 		}
+	}
+	// A thread-scoped fact of a thread that belongs to a resource carries
+	// both, as the layers write it.
+	r = fact()
+	r.Scope.Thread = "t1"
+	if err := Check(Temporal, &r); err != nil {
+		t.Errorf("a fact of thread t1 of resource alice: %v", err)
 	}
 	if err := Check("memories", &r); err == nil || !strings.Contains(err.Error(), "unknown layer type") {
 		t.Errorf("unknown type: %v", err)
