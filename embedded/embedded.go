@@ -109,6 +109,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Env, error) {
 	}
 	col, err := chromem.OpenCollection(ctx, filepath.Join(dir, "records"), Collection, &vectorstore.Options{Dimension: meta.Dimension})
 	if err != nil {
+		var le *chromem.LockedError
+		if errors.As(err, &le) && le.What == "" {
+			// What is open elsewhere is the store the caller named.
+			le.What, le.Path = "store", dir
+		}
 		return nil, err
 	}
 	state, err := filestore.Open(filepath.Join(dir, "state"), filestore.Options{})
@@ -257,8 +262,11 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			pid := lockHolder(f)
 			f.Close()
-			return nil, fmt.Errorf("embedded: waiting for %s: %w", f.Name(), ctx.Err())
+			// Another Open of dir holds the lock (it does only while
+			// opening): name it, and say what to do.
+			return nil, &chromem.LockedError{What: "store", Path: dir, PID: pid, Err: fmt.Errorf("gave up waiting for %s: %w", lockName, ctx.Err())}
 		case <-t.C:
 		}
 		wait = min(2*wait, 50*time.Millisecond)

@@ -23,6 +23,7 @@ const (
 	CodeUnsupportedScheme  = driver.CodeUnsupportedScheme
 	CodeCorrupt            = driver.CodeCorrupt
 	CodeConflict           = driver.CodeConflict
+	CodeBusy               = driver.CodeBusy
 )
 
 // Sentinels for errors.Is; every *Error unwraps to the one of its code.
@@ -41,6 +42,9 @@ var (
 	// ErrConflict: a conditional write (UpsertIf, DeleteIf) found the
 	// record at another revision than expected and wrote nothing.
 	ErrConflict = driver.ErrConflict
+	// ErrBusy: the collection is open in another process (the embedded
+	// store); the error names the holder's pid.
+	ErrBusy = driver.ErrBusy
 )
 
 // CodeOf returns the Code of the first *Error in err's chain, or "".

@@ -166,8 +166,9 @@ type collection struct {
 	meta   meta  // as last written to meta.json; guarded by wmu
 	log    *os.File
 	lock   *os.File
-	size   int64 // bytes of good frames in the log
-	failed error // sticky: a failed append that could not be rolled back
+	ckpt   *checkpoint // what of the log is acknowledged (checkpoint.go)
+	size   int64       // bytes of good frames in the log
+	failed error       // sticky: a failed append that could not be rolled back
 	// dirDirty: a compaction renamed its new log into place but the
 	// directory fsync after the rename failed. The next append retries the
 	// fsync first, so nothing is acknowledged in a file whose directory
@@ -194,6 +195,7 @@ func noEmbedding(context.Context, string) ([]float32, error) {
 func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*collection, error) {
 	const op = "open"
 	m, err := readMeta(cdir)
+	fresh := errors.Is(err, fs.ErrNotExist) // a log may be missing only then
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if cfg.Dimension == 0 {
@@ -230,19 +232,7 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 			return nil, fmt.Errorf("chromem: %w", err)
 		}
 	}
-	path := filepath.Join(cdir, logFile)
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("chromem: open log: %w", err)
-	}
-	if errors.Is(statErr, fs.ErrNotExist) {
-		if err := syncDir(cdir); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	good, err := replay(f, func(e entry, _ int) error {
+	f, good, ck, err := openLog(cdir, fresh, func(e entry, _ int) error {
 		switch e.op {
 		case opUpsert:
 			for i := range e.recs {
@@ -260,38 +250,16 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 		return nil
 	})
 	if err != nil {
-		f.Close()
-		var de *driver.Error
-		if errors.As(err, &de) {
-			de.Msg = filepath.Join(cdir, logFile) + ": " + de.Msg
-			return nil, de
-		}
-		return nil, fmt.Errorf("chromem: replay %s: %w", path, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	if st.Size() != good {
-		// A crash interrupted the last append, which was therefore never
-		// acknowledged: cut it off before appending after it.
-		if err := f.Truncate(good); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("chromem: truncate torn log tail: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("chromem: sync log: %w", err)
-		}
-	}
-	c.log, c.size = f, good
+	c.log, c.size, c.ckpt = f, good, ck
 	if c.needsCompaction() {
 		// The replayed log is intact, so a failed compaction costs space,
 		// not data: report it and go on, as after a write.
 		if err := c.compact(); err != nil {
 			if c.failed != nil {
 				c.log.Close()
+				c.ckpt.close()
 				return nil, err
 			}
 			c.compactErr = err
@@ -308,14 +276,14 @@ func readMeta(cdir string) (meta, error) {
 	}
 	var m meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: %v", filepath.Join(cdir, metaFile), err)
+		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: %v (restore meta.json from a backup; records.log is untouched)", filepath.Join(cdir, metaFile), err)
 	}
 	if m.Format != metaFormat || m.Dimension <= 0 {
-		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: unsupported format %d or dimension %d", filepath.Join(cdir, metaFile), m.Format, m.Dimension)
+		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: unsupported format %d or dimension %d (restore meta.json from a backup; records.log is untouched)", filepath.Join(cdir, metaFile), m.Format, m.Dimension)
 	}
 	d, err := driver.ParseDistance(string(m.Distance))
 	if err != nil {
-		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: %v", filepath.Join(cdir, metaFile), err)
+		return meta{}, driver.Errorf(driver.CodeCorrupt, "open", "", "%s: %v (restore meta.json from a backup; records.log is untouched)", filepath.Join(cdir, metaFile), err)
 	}
 	// Earlier versions stored the distance as given: read an alias as
 	// its canonical distance.
@@ -509,6 +477,7 @@ func (c *collection) appendFrame(frame []byte) error {
 		return fmt.Errorf("chromem: append to log: %w", err)
 	}
 	c.size += int64(len(frame))
+	c.ckpt.acked(c.size, frame)
 	return nil
 }
 
@@ -910,14 +879,9 @@ func (c *collection) compact() error {
 	}
 	var size int64
 	renamed, err := writeAtomic(c.dir, logFile, func(f *os.File) error {
-		for i := 0; i < len(recs); i += compactChunk {
-			fr := encodeRecords(recs[i:min(i+compactChunk, len(recs))])
-			if _, err := f.Write(fr); err != nil {
-				return err
-			}
-			size += int64(len(fr))
-		}
-		return nil
+		var err error
+		size, err = writeCompacted(f, recs, encodeRecords, c.ckpt)
+		return err
 	})
 	if !renamed {
 		return err // the old log is untouched and stays in use
@@ -967,6 +931,9 @@ func (c *collection) Close() error {
 	}
 	if lerr := c.lock.Close(); err == nil {
 		err = lerr
+	}
+	if kerr := c.ckpt.close(); err == nil {
+		err = kerr
 	}
 	return err
 }

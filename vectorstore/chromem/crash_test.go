@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,13 +164,19 @@ func TestCrashSIGKILL(t *testing.T) {
 		if !killed {
 			t.Fatalf("round %d: child exited before the kill after %d acknowledgements", round, acks)
 		}
-		if torn := tornBytes(t, dir+"/crash/"+logFile); torn > 0 {
+		logPath := dir + "/crash/" + logFile
+		torn := tornBytes(t, logPath)
+		if torn > 0 {
 			t.Logf("round %d: the kill left a torn tail of %d bytes", round, torn)
 		}
+		keptBefore, _ := filepath.Glob(logPath + ".torn-*")
 
 		c, err := OpenCollection(context.Background(), dir, "crash", nil)
 		if err != nil {
 			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
+		}
+		if keptAfter, _ := filepath.Glob(logPath + ".torn-*"); torn > 0 && len(keptAfter) != len(keptBefore)+1 {
+			t.Fatalf("round %d: the torn tail of %d bytes was cut without being kept (%v)", round, torn, keptAfter)
 		}
 		onDisk := map[int]bool{}
 		for rec, err := range c.All(context.Background(), vectorstore.ListOptions{Limit: 1000, WithVectors: true}) {

@@ -27,7 +27,22 @@
 // (logged with log/slog) leaves a complete log in use, and if only the
 // directory fsync after the rename failed, the next write retries it before
 // appending. The LOCK file (flock on Unix) stops two processes from writing
-// one collection.
+// one collection: the second gets an error with code BUSY
+// (vectorstore.ErrBusy, a *LockedError) naming the holder's pid, which the
+// holder writes into LOCK.
+//
+// Damage at the end of the log is not silent either. records.ckpt, a
+// two-slot checksummed sidecar written after every fsynced append (it may
+// lag the log, never lead it), remembers how much of the log was
+// acknowledged and the header of its last frame. On open a log shorter
+// than the checkpoint, a changed last frame or a failed checksum inside
+// the acknowledged part is ErrCorrupt, with the offsets; so is a missing
+// records.log next to meta.json. A torn tail past the checkpoint is still
+// cut, with a slog warning (offset, bytes), and the cut bytes are kept
+// beside the log as records.log.torn-<offset>. Every CORRUPT error says how
+// to recover: Salvage (memctl salvage) keeps every intact frame, moves the
+// damaged log aside as records.log.damaged-<time> and writes a clean log.
+// Logs written before the checkpoint existed open as before and gain one.
 //
 // chromem-go's own persistence is deliberately not used: it rewrites one gob
 // file per document in place (os.Create, no fsync, no rename), so a crash

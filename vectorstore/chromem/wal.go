@@ -21,9 +21,14 @@ import (
 // A payload is one whole Upsert batch or one whole Delete, so a batch is
 // applied entirely or not at all on replay. Every frame is fsynced before
 // the call that wrote it returns; therefore only the last frame of the file
-// can be torn (a crash mid-append), and replay truncates it. A bad frame
-// followed by other data is real corruption and fails the open with
-// ErrCorrupt instead of silently dropping acknowledged writes.
+// can be torn (a crash mid-append), and open cuts it off, keeping its bytes
+// in records.log.torn-<offset> and logging a warning (openlog.go). A bad
+// frame followed by other data is real corruption and fails the open with
+// ErrCorrupt instead of silently dropping acknowledged writes. What the
+// frames cannot show (a log cut at a frame boundary, a damaged last frame
+// that had been acknowledged) the checkpoint beside the log does
+// (checkpoint.go); Salvage (salvage.go) recovers the intact frames of a
+// corrupt log.
 //
 // The checksum covers the payload, not the length field (format 1, kept so
 // existing logs stay readable). A damaged length can make a frame claim to
@@ -257,62 +262,101 @@ func decodePayload(p []byte) (entry, error) {
 // replay reads every frame of f, calling apply for each, and returns the
 // offset of the end of the last good frame. A torn tail is reported through
 // the returned offset being smaller than the file size; corruption that
-// cannot be a torn tail is an ErrCorrupt error.
+// cannot be a torn tail is an ErrCorrupt error. It checks no checkpoint:
+// open uses openLog.
 func replay(f *os.File, apply func(entry, int) error) (int64, error) {
+	res, err := scan(f, nil, apply)
+	return res.good, err
+}
+
+// scanResult is what scan found.
+type scanResult struct {
+	good   int64  // end of the last good frame
+	size   int64  // size of the file
+	frames int    // good frames
+	last   extent // the good frames, as a checkpoint extent
+	// covered: one of the extents scan was given is satisfied by the good
+	// frames (always true when it was given none).
+	covered bool
+}
+
+// scan reads every frame of f, calling apply for each, up to the end of
+// the file or the first bad frame. A bad frame that cannot be a torn
+// final append is an ErrCorrupt error; otherwise it ends the good frames.
+// scan also reports whether the good frames satisfy one of exts, the
+// checkpoint's extents: the caller decides what an unsatisfied checkpoint
+// means.
+func scan(f *os.File, exts []extent, apply func(entry, int) error) (scanResult, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return scanResult{}, err
 	}
 	size := st.Size()
+	res := scanResult{size: size, covered: len(exts) == 0}
+	for _, e := range exts {
+		if e.size == 0 {
+			res.covered = true
+		}
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, err
+		return res, err
 	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	var off int64
 	hdr := make([]byte, frameHeader)
 	var buf []byte
 	for off < size {
+		res.good = off
 		if size-off < frameHeader {
-			return off, nil // torn header
+			return res, nil // torn header
 		}
 		if _, err := io.ReadFull(r, hdr); err != nil {
-			return 0, err
+			return res, err
 		}
 		n := int64(binary.LittleEndian.Uint32(hdr[0:4]))
 		sum := binary.LittleEndian.Uint32(hdr[4:8])
 		if n > maxFrame {
 			// No append writes such a length, and a torn header holds a
 			// prefix of a real one (or zeros), never more.
-			return off, tailOrCorrupt(f, off, size, "frame length %d too large at offset %d", n, off)
+			return res, tailOrCorrupt(f, off, size, "frame length %d too large at offset %d", n, off)
 		}
 		end := off + frameHeader + n
 		if end > size {
 			// Torn (the length was written, the payload not all) unless
 			// acknowledged data follows: then the length is damaged.
-			return off, pastEnd(f, off, size, n, sum)
+			return res, pastEnd(f, off, size, n, sum)
 		}
 		if int64(cap(buf)) < n {
 			buf = make([]byte, n)
 		}
 		buf = buf[:n]
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return 0, err
+			return res, err
 		}
 		if n == 0 || crc32.Checksum(buf, crcTable) != sum {
-			return off, tailOrCorrupt(f, off, size, "checksum mismatch at offset %d", off)
+			return res, tailOrCorrupt(f, off, size, "checksum mismatch at offset %d", off)
 		}
 		e, err := decodePayload(buf)
 		if err != nil {
 			// A frame with a good checksum that does not decode was written
 			// by a different format: never a crash artefact.
-			return off, driver.Errorf(driver.CodeCorrupt, "open", "", "log frame at offset %d: %v", off, err)
+			return res, driver.Errorf(driver.CodeCorrupt, "open", "", "log frame at offset %d: %v", off, err)
 		}
 		if err := apply(e, int(frameHeader+n)); err != nil {
-			return off, err
+			return res, err
 		}
+		res.last = extent{size: end, last: off}
+		copy(res.last.hdr[:], hdr)
+		for _, x := range exts {
+			if x == res.last {
+				res.covered = true
+			}
+		}
+		res.frames++
 		off = end
 	}
-	return off, nil
+	res.good = off
+	return res, nil
 }
 
 // tailOrCorrupt decides whether a bad frame at off is a torn final write
@@ -438,4 +482,26 @@ func validFrameAt(f *os.File, p, size int64, head []byte) (bool, error) {
 	}
 	_, err := decodePayload(payload)
 	return err == nil, nil
+}
+
+// writeCompacted writes recs to f, a new log, as upsert frames of
+// compactChunk records encoded by encode (encodeUpsert, or a wrapper of it),
+// returns its size, and records it in ck as the pending log (durably)
+// before the caller may rename it over the log in place. The caller fsyncs
+// f before that rename.
+func writeCompacted(f *os.File, recs []driver.Record, encode func([]driver.Record) []byte, ck *checkpoint) (int64, error) {
+	var size int64
+	var last extent
+	for i := 0; i < len(recs); i += compactChunk {
+		fr := encode(recs[i:min(i+compactChunk, len(recs))])
+		if _, err := f.Write(fr); err != nil {
+			return 0, err
+		}
+		last = extentOf(size, fr)
+		size += int64(len(fr))
+	}
+	if err := ck.prepare(last); err != nil {
+		return 0, err
+	}
+	return size, nil
 }

@@ -214,8 +214,9 @@ func TestLockedWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = OpenCollection(bg, dir, "c", nil)
-	if !errors.Is(err, vectorstore.ErrInvalidArgument) {
-		t.Fatalf("second open while the first is open: %v, want a lock error", err)
+	var le *LockedError
+	if !errors.Is(err, ErrLocked) || !errors.As(err, &le) || le.PID != os.Getpid() || le.Path != filepath.Join(dir, "c") {
+		t.Fatalf("second open while the first is open: %v, want a *LockedError naming this process", err)
 	}
 	c.Close()
 	c, err = OpenCollection(bg, dir, "c", nil)

@@ -25,6 +25,9 @@ const (
 	// CodeConflict: a conditional write (UpsertIf, DeleteIf) found another
 	// revision than the one it expected, and wrote nothing.
 	CodeConflict Code = "CONFLICT"
+	// CodeBusy: the collection is held by another process or handle (the
+	// embedded store is single-process); the error says who holds it.
+	CodeBusy Code = "BUSY"
 )
 
 // Sentinel errors, one per [Code]. Every *Error unwraps to the sentinel of
@@ -43,6 +46,7 @@ var (
 	ErrUnsupportedScheme  = errors.New("vectorstore: unsupported URL scheme")
 	ErrCorrupt            = errors.New("vectorstore: corrupt data")
 	ErrConflict           = errors.New("vectorstore: revision conflict")
+	ErrBusy               = errors.New("vectorstore: collection busy (open elsewhere)")
 )
 
 var sentinels = map[Code]error{
@@ -58,6 +62,7 @@ var sentinels = map[Code]error{
 	CodeUnsupportedScheme:  ErrUnsupportedScheme,
 	CodeCorrupt:            ErrCorrupt,
 	CodeConflict:           ErrConflict,
+	CodeBusy:               ErrBusy,
 }
 
 // Error is the typed error of the vectorstore packages. Use errors.As to read

@@ -1,0 +1,91 @@
+package chromem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"github.com/stratamem/strata/vectorstore/driver"
+	"os"
+	"strconv"
+)
+
+// ErrLocked is wrapped by every *LockedError: the collection (or store) is
+// open in another process, or already open in this one.
+var ErrLocked = errors.New("chromem: locked by another open")
+
+// LockedError reports a collection that cannot be opened because another
+// open holds its lock. The lock is an flock on the LOCK file (Unix), which
+// its holder releases when it closes the collection or exits; the holder's
+// process id is written into the file as information only, so that the
+// error can name it.
+type LockedError struct {
+	// What is locked: "collection" when empty, or e.g. "store".
+	What string
+	// Path is the locked directory.
+	Path string
+	// PID is the holder's process id as its lock file records it, or 0
+	// if unknown (a holder that predates pid recording, or one that has
+	// not written it yet).
+	PID int
+	// Err is the cause, if any: the context error that ended a wait.
+	Err error
+}
+
+func (e *LockedError) Error() string {
+	what := e.What
+	if what == "" {
+		what = "collection"
+	}
+	var s string
+	switch {
+	case e.PID == os.Getpid():
+		s = fmt.Sprintf("%s %s is already open in this process (pid %d): close it before opening it again", what, e.Path, e.PID)
+	case e.PID > 0:
+		s = fmt.Sprintf("%s %s is open in another process (pid %d): stop it, or use a server backend (postgres) for several processes", what, e.Path, e.PID)
+	default:
+		s = fmt.Sprintf("%s %s is open in another process: stop it, or use a server backend (postgres) for several processes", what, e.Path)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns ErrLocked and the cause, so errors.Is matches both.
+func (e *LockedError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrLocked, driver.ErrBusy, e.Err}
+	}
+	return []error{ErrLocked, driver.ErrBusy}
+}
+
+// busy is the error of open (or salvage, op) finding the lock held.
+//
+// busy is the typed error of a held lock: CodeBusy, with the LockedError
+// (holder and what to do) as its cause.
+func busy(op string, le *LockedError) error {
+	return &driver.Error{Code: driver.CodeBusy, Op: op, Err: le}
+}
+
+// writeHolder records this process as the lock's holder in f, which it has
+// just locked. It is information for LockedError only: a failure is
+// ignored. Writing before truncating means a reader sees a whole pid line
+// (the new one, or the old one), never an empty file.
+func writeHolder(f *os.File) {
+	line := strconv.Itoa(os.Getpid()) + "\n"
+	if _, err := f.WriteAt([]byte(line), 0); err == nil {
+		_ = f.Truncate(int64(len(line)))
+	}
+}
+
+// readHolder returns the pid recorded in a lock file, or 0.
+func readHolder(f *os.File) int {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	line, _, _ := bytes.Cut(b[:n], []byte("\n"))
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(line)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
