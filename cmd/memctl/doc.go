@@ -16,6 +16,7 @@
 //	memctl migrate --to 'qdrant://localhost:6334?collection=memories'
 //	memctl inspect t1 --resource alice
 //	memctl bench
+//	memctl salvage --dry-run                  # a damaged embedded log (CORRUPT)
 //	memctl completion bash > /etc/bash_completion.d/memctl
 //
 // Human-readable output escapes the control characters memories hold
@@ -25,7 +26,9 @@
 // named by both (memctl ls -t main -r alice, memctl inspect main -r
 // alice); memctl rm --resource erases the resource's threads under their
 // tenancy keys and reports the legacy data (written before threads were
-// keyed by resource) it cannot attribute to the resource.
+// keyed by resource) it cannot attribute to the resource. An embedded store
+// whose log is damaged fails with CORRUPT (exit 1); memctl salvage keeps
+// its intact records, after asking, and sets the damaged log aside.
 //
 // The store is --store, else $STRATA_STORE, else the config file
 // ($XDG_CONFIG_HOME/strata/memctl.json), else ./.strata/data (the embedded

@@ -140,7 +140,7 @@ func (a *app) rootCmd() *cobra.Command {
 	})
 
 	root.AddCommand(a.lsCmd(), a.showCmd(), a.searchCmd(), a.addCmd(), a.editCmd(), a.rmCmd(),
-		a.exportCmd(), a.importCmd(), a.statsCmd(), a.reindexCmd(), a.migrateCmd(), a.inspectCmd(), a.benchCmd())
+		a.exportCmd(), a.importCmd(), a.statsCmd(), a.reindexCmd(), a.migrateCmd(), a.inspectCmd(), a.benchCmd(), a.salvageCmd())
 	for _, c := range root.Commands() {
 		if c.Long != "" {
 			c.Long += "\n\n" + exitCodesHelp

@@ -66,9 +66,14 @@ other resources too. rm reports each such thread on stderr (and in the
   is also used by resource "dave", so they may be another user's; check
   them (memctl ls -t main), then erase them with: memctl rm --thread main --legacy
 
-The threads are found through R's records, so the run that deletes them is
-the one that reports (a dry run reports the same). --no-linked-threads
-leaves every legacy record and state key (reported the same way).
+The threads are found through R's records and, when the state store can
+list scope ids (filestore and postgres can), through R's state: a scope
+thread/R+T (see below) makes T one of R's threads even when no record of R
+is on it. Either way the run that deletes them is the one that reports (a
+dry run reports the same). A thread found through its state only is R's by
+its binding alone: bound to no resource, its legacy data is reported, not
+erased. --no-linked-threads leaves every legacy record and state key
+(reported the same way).
 
 It also deletes what the runtime keeps of R in its state store: every key
 of scope resource/R (the state of resource-scoped layers), of the scope
@@ -81,9 +86,10 @@ data, e.g. a layer that gathers what every user said: memctl cannot tell
 R's part of it, so the application must erase that. The state store is the
 one inspect reads: --state DIR|postgres://..., else the config file's
 "state", else <dir>/state of an embedded directory, else the database of a
-postgres store. Threads are found through the records, so a thread with no
-record linked to R keeps its state. Run it while no agent serves R: a
-running session may write its state back. With other filters besides
+postgres store. A state store that cannot list scope ids finds the threads
+through the records only, so there a thread with no record linked to R
+keeps its state. Run it while no agent serves R: a running session may
+write its state back. With other filters besides
 --resource and --thread only the recorded assemblies of the threads go, not
 the layers' state.
 
@@ -95,7 +101,8 @@ binding of T to a resource is kept.
 The state goes first, the records after, the bindings of the threads
 between the legacy records and the records carrying R: the records are
 what links the threads to R, so a run that fails part-way can be run again
-to finish. For the same reason rm deletes nothing at all when it cannot
+to finish (a thread found through its state only is linked by its scope
+thread/R+T, which goes with the bindings, after its own). For the same reason rm deletes nothing at all when it cannot
 reach the state:
   - no state store known (a qdrant or bare chromem store without --state
     or a config "state"): exit status 2, asking for --state;
@@ -182,6 +189,10 @@ type threadPlan struct {
 	// dropBinding says the binding key goes too (whole deletions of an
 	// owned thread; --legacy only for a thread bound to no resource).
 	dropBinding bool
+	// stateOnly says no record links the thread to the resource: it was
+	// found through its state, under ThreadScopeID(resource, thread) (see
+	// statePlan.stateThreads).
+	stateOnly bool
 }
 
 // notErased is what rm leaves of a thread's legacy data, and why.
@@ -284,6 +295,9 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 
 	sp := a.planState(ctx, s, &plan, flt, match, len(args) > 0, f)
 	defer sp.close()
+	if err := sp.stateThreads(ctx, s, &plan, flt, match); err != nil {
+		return err
+	}
 	if err := sp.ownership(ctx, &plan, f); err != nil && sp.err == nil {
 		sp.err = err
 	}
@@ -377,7 +391,7 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 	done, err := deleteKeys(ctx, sp.st, bindings)
 	keys = append(keys, done...)
 	if err != nil {
-		return fmt.Errorf("deleted %s and %d of %s, then: %w: the threads' bindings: %w; run rm again to finish",
+		return fmt.Errorf("deleted %s and %d of %s, then: %w: the threads' bindings (or the state of threads without records): %w; run rm again to finish",
 			plural(len(keys), "state key", "state keys"), plan.split, plural(plan.total, "memory", "memories"), ErrStateStore, err)
 	}
 	if err := deleteIDs(plan.split, len(plan.ids)); err != nil {
@@ -495,35 +509,46 @@ func (a *app) planFilter(ctx context.Context, s *store, flt vectorstore.Filter, 
 		}
 	}
 	for _, th := range threads {
-		tp := &threadPlan{thread: th}
-		others := map[string]bool{}
-		for r, err := range s.coll.All(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Thread: th}, Limit: 1000}) {
-			if err != nil {
-				return err
-			}
-			if res := r.Scope.Resource; res != "" && res != flt.Resource && !others[res] {
-				others[res] = true
-				tp.others = append(tp.others, res)
-			}
+		tp, err := planThread(ctx, s, flt, match, th)
+		if err != nil {
+			return err
 		}
-		slices.Sort(tp.others)
 		plan.threads = append(plan.threads, tp)
-		if len(flt.IDs) > 0 {
-			continue // the ids named carry the resource
-		}
-		// The legacy records of the thread, under the other filters.
-		tf := flt
-		tf.Resource, tf.Thread = "", th
-		for r, err := range s.coll.All(ctx, vectorstore.ListOptions{Filter: tf, Limit: 1000}) {
-			if err != nil {
-				return err
-			}
-			if r.Scope.Resource == "" && matchText(&r, match) {
-				tp.legacy = append(tp.legacy, r)
-			}
-		}
 	}
 	return nil
+}
+
+// planThread looks up, for a --resource deletion, the records on thread
+// th (not empty): the other resources that have some, and the legacy
+// records that match the filters.
+func planThread(ctx context.Context, s *store, flt vectorstore.Filter, match, th string) (*threadPlan, error) {
+	tp := &threadPlan{thread: th}
+	others := map[string]bool{}
+	for r, err := range s.coll.All(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Thread: th}, Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		if res := r.Scope.Resource; res != "" && res != flt.Resource && !others[res] {
+			others[res] = true
+			tp.others = append(tp.others, res)
+		}
+	}
+	slices.Sort(tp.others)
+	if len(flt.IDs) > 0 {
+		return tp, nil // the ids named carry the resource
+	}
+	// The legacy records of the thread, under the other filters.
+	tf := flt
+	tf.Resource, tf.Thread = "", th
+	for r, err := range s.coll.All(ctx, vectorstore.ListOptions{Filter: tf, Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		if r.Scope.Resource == "" && matchText(&r, match) {
+			tp.legacy = append(tp.legacy, r)
+		}
+	}
+	return tp, nil
 }
 
 // resourceThreads returns the threads that records link to resource.
@@ -560,8 +585,15 @@ type statePlan struct {
 	loc   string
 	what  string
 	close func()
+	// stateScopes are the thread scopes of the resource found in the state
+	// store (ScopeLister) whose thread no record links to it: the scope ids
+	// ThreadScopeID(resource, T) of its threads in plan.threads marked
+	// stateOnly, and of the odd empty thread. Their keys go last, after the
+	// bindings: they are what links those threads to the resource.
+	stateScopes []string
 	// keys are listed for the dry run and the confirmation; bindings are
-	// the threads' binding keys, deleted after the legacy records.
+	// the threads' binding keys, then the keys of stateScopes, deleted
+	// after the legacy records.
 	keys, bindings []storage.Key
 	// left counts, by thread, the legacy keys of threads not owned.
 	left map[string]int
@@ -603,10 +635,7 @@ func (a *app) planState(ctx context.Context, s *store, plan *rmPlan, flt vectors
 	case flt.Thread != "":
 		sp.what = fmt.Sprintf("the runtime's layer state of thread %q of resource %q", flt.Thread, flt.Resource)
 	default:
-		sp.what = fmt.Sprintf("the runtime's layer state of resource %q", flt.Resource)
-		if len(plan.threads) > 0 {
-			sp.what += " and of " + plural(len(plan.threads), "thread", "threads")
-		}
+		sp.what = resourceStateWhat(flt.Resource, len(plan.threads))
 	}
 	if f.recordsOnly {
 		fmt.Fprintf(a.io.Err, "memctl: warning: --records-only: %s is left in the state store%s\n", esc(sp.what), threadList(plan.threadNames()))
@@ -629,6 +658,64 @@ func (a *app) planState(ctx context.Context, s *store, plan *rmPlan, flt vectors
 	}
 	sp.st, sp.loc, sp.close = st, loc, func() { _ = st.Close() }
 	return sp
+}
+
+// resourceStateWhat names the state of a whole deletion of resource for
+// messages.
+func resourceStateWhat(resource string, threads int) string {
+	what := fmt.Sprintf("the runtime's layer state of resource %q", resource)
+	if threads > 0 {
+		what += " and of " + plural(threads, "thread", "threads")
+	}
+	return what
+}
+
+// stateThreads finds, for a whole deletion of a resource, the threads the
+// resource has state of but no record on, when the state store can list
+// scope ids (storage.ScopeLister): the scope ids that start with
+// ThreadScopeID(resource, "") are the resource's by construction. It adds
+// them to the plan's threads, marked stateOnly, after those found through
+// the records, with their records (legacy ones, other resources'). A state
+// store that fails refuses the deletion (sp.err); the error returned is
+// the record store's.
+func (sp *statePlan) stateThreads(ctx context.Context, s *store, plan *rmPlan, flt vectorstore.Filter, match string) error {
+	if !sp.resourceScope || sp.st == nil || sp.err != nil {
+		return nil
+	}
+	sl, ok := sp.st.(storage.ScopeLister)
+	if !ok {
+		return nil // only the records find the threads
+	}
+	prefix := storage.ThreadScopeID(sp.resource, "")
+	ids, err := sl.ScopeIDs(ctx, "thread", prefix)
+	if err != nil {
+		sp.refuse(fmt.Errorf("listing the state in %s: %w", sp.loc, err))
+		return nil
+	}
+	known := make(map[string]bool, len(plan.threads))
+	for _, tp := range plan.threads {
+		known[tp.thread] = true
+	}
+	for _, id := range ids {
+		// Not SplitThreadScopeID: the resource is known, whatever it holds.
+		th := strings.TrimPrefix(id, prefix)
+		if known[th] {
+			continue // found through its records: planned already
+		}
+		sp.stateScopes = append(sp.stateScopes, id)
+		if th == "" {
+			continue // no thread: no records, no legacy scope, no binding
+		}
+		tp, err := planThread(ctx, s, flt, match, th)
+		if err != nil {
+			return err
+		}
+		tp.stateOnly = true
+		plan.threads = append(plan.threads, tp)
+	}
+	sp.threads = plan.threads
+	sp.what = resourceStateWhat(sp.resource, len(plan.threads))
+	return nil
 }
 
 // ownership decides, thread by thread, whether the legacy data is the
@@ -657,6 +744,10 @@ func (sp *statePlan) ownership(ctx context.Context, plan *rmPlan, f *rmFlags) er
 			tp.owned, tp.dropBinding = true, sp.whole
 		case tp.bound:
 			tp.reason = fmt.Sprintf("the thread belongs to %s", resourceName(tp.owner))
+		case tp.stateOnly:
+			// Only the resource's state under the thread's new key names
+			// it: not enough to call what carries no resource its own.
+			tp.reason = fmt.Sprintf("no run bound the thread to %s and none of its records carries it", resourceName(plan.resource))
 		case len(tp.others) > 0:
 			tp.reason = fmt.Sprintf("the thread is also used by %s, so they may be another user's", resourceList(tp.others))
 		default:
@@ -772,7 +863,7 @@ func (sp *statePlan) list(ctx context.Context) (keys, bindings []storage.Key, er
 		keys = append(keys, ks...)
 	}
 	for _, tp := range sp.threads {
-		if sp.resource != "" {
+		if sp.resource != "" && !tp.stateOnly {
 			ks, err := scope(storage.ThreadScopeID(sp.resource, tp.thread))
 			if err != nil {
 				return nil, nil, err
@@ -796,6 +887,15 @@ func (sp *statePlan) list(ctx context.Context) (keys, bindings []storage.Key, er
 				sp.left[tp.thread]++
 			}
 		}
+	}
+	// The scopes of the threads found through their state only, after
+	// the bindings: a run that fails part-way finds them again.
+	for _, id := range sp.stateScopes {
+		ks, err := scope(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		bindings = append(bindings, ks...)
 	}
 	return keys, bindings, nil
 }
