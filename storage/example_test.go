@@ -70,3 +70,32 @@ func ExampleLister() {
 	// resource/alice/profile/state
 	// 0 1
 }
+
+// Finding every thread of one resource: thread state lives under
+// ThreadScopeID(resource, thread), so the scope ids that start with
+// ThreadScopeID(resource, "") are the resource's threads, and only them.
+func ExampleScopeLister() {
+	ctx := context.Background()
+	var s storage.Store = storage.NewMemory()
+	defer s.Close()
+	for _, id := range []string{
+		storage.ThreadScopeID("alice", "main"),
+		storage.ThreadScopeID("alice", "work"),
+		storage.ThreadScopeID("alicia", "main"),
+		storage.ThreadScopeID("", "alice"), // a thread of no resource
+	} {
+		_, _ = s.Put(ctx, storage.Key{Scope: "thread", ScopeID: id, Layer: "notes", Name: "state"}, []byte("{}"), 0)
+	}
+	sl, ok := s.(storage.ScopeLister)
+	if !ok {
+		return // this store cannot enumerate scope ids
+	}
+	ids, _ := sl.ScopeIDs(ctx, "thread", storage.ThreadScopeID("alice", ""))
+	for _, id := range ids {
+		_, thread := storage.SplitThreadScopeID(id)
+		fmt.Println(thread)
+	}
+	// Output:
+	// main
+	// work
+}

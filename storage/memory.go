@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -21,8 +22,9 @@ type Memory struct {
 }
 
 var (
-	_ Store  = (*Memory)(nil)
-	_ Lister = (*Memory)(nil)
+	_ Store       = (*Memory)(nil)
+	_ Lister      = (*Memory)(nil)
+	_ ScopeLister = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store.
@@ -115,6 +117,33 @@ func (m *Memory) Keys(ctx context.Context, scope, scopeID string) ([]Key, error)
 	m.mu.Unlock()
 	slices.SortFunc(keys, CompareKeys)
 	return keys, nil
+}
+
+// ScopeIDs returns the scope ids of scope that start with prefix, sorted.
+// Like Keys it walks the whole map.
+func (m *Memory) ScopeIDs(ctx context.Context, scope, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidateScopeName(scope); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	seen := map[string]bool{}
+	ids := []string{}
+	for k := range m.entries {
+		if k.Scope == scope && strings.HasPrefix(k.ScopeID, prefix) && !seen[k.ScopeID] {
+			seen[k.ScopeID] = true
+			ids = append(ids, k.ScopeID)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // Close drops all entries; later calls return ErrClosed.

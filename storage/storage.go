@@ -24,6 +24,16 @@
 //		keys, err := l.Keys(ctx, "resource", "alice")
 //		...
 //	}
+//
+// Lister needs the exact scope id. A tool that must also find scopes it
+// cannot name, such as every thread of a resource (whose scope ids start
+// with ThreadScopeID(resource, "")), type-asserts the optional ScopeLister
+// interface, which the same stores implement:
+//
+//	if sl, ok := st.(storage.ScopeLister); ok {
+//		ids, err := sl.ScopeIDs(ctx, "thread", storage.ThreadScopeID("alice", ""))
+//		...
+//	}
 package storage
 
 import (
@@ -68,16 +78,23 @@ func (k Key) Validate() error {
 // a Key: scope is "thread" or "resource" with a non-empty id, or "global"
 // (whose id is normally empty). The error wraps ErrInvalidKey.
 func ValidateScope(scope, scopeID string) error {
-	switch scope {
-	case "thread", "resource":
-		if scopeID == "" {
-			return fmt.Errorf("%w: scope %q needs a scope id", ErrInvalidKey, scope)
-		}
-	case "global":
-	default:
-		return fmt.Errorf("%w: scope %q is not thread, resource or global", ErrInvalidKey, scope)
+	if err := ValidateScopeName(scope); err != nil {
+		return err
+	}
+	if scope != "global" && scopeID == "" {
+		return fmt.Errorf("%w: scope %q needs a scope id", ErrInvalidKey, scope)
 	}
 	return nil
+}
+
+// ValidateScopeName reports whether scope is "thread", "resource" or
+// "global", whatever the scope id. The error wraps ErrInvalidKey.
+func ValidateScopeName(scope string) error {
+	switch scope {
+	case "thread", "resource", "global":
+		return nil
+	}
+	return fmt.Errorf("%w: scope %q is not thread, resource or global", ErrInvalidKey, scope)
 }
 
 // CompareKeys orders keys by Scope, ScopeID, Layer and Name, each compared
@@ -134,6 +151,20 @@ type Lister interface {
 	Keys(ctx context.Context, scope, scopeID string) ([]Key, error)
 }
 
+// ScopeLister is implemented by stores that can enumerate the scope ids of
+// one scope. It is optional: type-assert a Store to find out. Lister lists
+// the keys of one scope id; ScopeLister finds the scope ids, e.g. every
+// thread of a resource (prefix ThreadScopeID(resource, "")).
+type ScopeLister interface {
+	// ScopeIDs returns the distinct scope ids of scope that hold at least
+	// one value (deleted keys do not count) and start with prefix ("" for
+	// all of them), sorted byte by byte (the order of CompareKeys). None is
+	// an empty, non-nil slice. A scope ValidateScopeName rejects yields an
+	// error wrapping ErrInvalidKey; after Close, ErrClosed. The list is a
+	// snapshot: writes that race with the call may or may not be in it.
+	ScopeIDs(ctx context.Context, scope, prefix string) ([]string, error)
+}
+
 var (
 	// ErrNotFound is returned by Get for an absent key.
 	ErrNotFound = errors.New("storage: not found")
@@ -169,6 +200,11 @@ const resourceThreadSep = "\x1f"
 // for a thread that belongs to no resource, else the resource and the
 // thread, so two resources that both name a thread "main" never share a
 // key (DESIGN decision 11: isolation is a property of keys).
+//
+// ThreadScopeID(resource, "") with a non-empty resource is the prefix that
+// the ScopeIDs of all the threads of resource share, to find them with
+// ScopeLister.ScopeIDs. No other scope id starts with it, since the runtime
+// refuses thread and resource ids holding control characters.
 func ThreadScopeID(resource, thread string) string {
 	if resource == "" {
 		return thread

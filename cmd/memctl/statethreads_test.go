@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +20,9 @@ import (
 // stateOnly names the resources and threads of a state-only scenario: ta
 // and tb carry records of alice and bob, quiet (alice's) and bquiet (bob's)
 // only state, written by real sessions, and stray holds state of alice's
-// under its tenancy key and legacy state, with no binding and no record.
+// under its tenancy key and legacy state, with no binding and no record;
+// alice also has state under the tenancy key of an empty thread id, which
+// no session writes.
 type stateOnly struct {
 	alice, bob, ta, quiet, stray, tb, bquiet string
 }
@@ -31,7 +34,7 @@ func newStateOnly(sfx string) stateOnly {
 
 // scopes are every scope the scenario writes, for listings and cleanup.
 func (so stateOnly) scopes() [][2]string {
-	out := [][2]string{{"resource", so.alice}, {"resource", so.bob}}
+	out := [][2]string{{"resource", so.alice}, {"resource", so.bob}, {"thread", storage.ThreadScopeID(so.alice, "")}}
 	for _, th := range []string{so.ta, so.quiet, so.stray, so.tb, so.bquiet} {
 		for _, res := range []string{"", so.alice, so.bob} {
 			out = append(out, [2]string{"thread", storage.ThreadScopeID(res, th)})
@@ -50,6 +53,7 @@ func (so stateOnly) write(t *testing.T, st storage.Store) {
 	for _, k := range []storage.Key{
 		{Scope: "thread", ScopeID: storage.ThreadScopeID(so.alice, so.stray), Layer: "notes", Name: "state"},
 		{Scope: "thread", ScopeID: so.stray, Layer: "notes", Name: "state"},
+		{Scope: "thread", ScopeID: storage.ThreadScopeID(so.alice, ""), Layer: "notes", Name: "state"},
 	} {
 		if _, err := st.Put(context.Background(), k, []byte(`{"said":["stray"]}`), 0); err != nil {
 			t.Fatal(err)
@@ -68,11 +72,13 @@ func (so stateOnly) keys(t *testing.T, st storage.Store) []string {
 	return out
 }
 
-// check runs rm --resource alice over the scenario: store and state name
-// memctl's record store and state store (st, open). The threads alice has
-// state on but no record go too (quiet: its tenancy scope, its binding;
-// stray: its tenancy scope, while its legacy state, which nothing ties to
-// alice, is reported); bob's threads, with or without records, stay.
+// check runs rm --resource alice over the scenario: m names memctl's
+// record store, st is its state store (open), which rm names stateLoc.
+// The threads alice has state on but no record go too (quiet: its tenancy
+// scope, its binding; stray: its tenancy scope, while its legacy state,
+// which nothing ties to alice, is reported; the odd scope of alice's
+// empty thread), and their tenancy scopes go after their bindings; bob's
+// threads, with or without records, stay.
 func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st storage.Store) {
 	t.Helper()
 	e.ok(append(m, "add", "-l", "semantic", "-t", so.ta, "-r", so.alice, "peanuts")...)
@@ -80,7 +86,7 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 	before := so.keys(t, st)
 	aliceGone := append(sessionKeys(so.alice, so.ta),
 		tk(so.alice, so.quiet, "_strata", "last_assembly"), tk(so.alice, so.quiet, "notes", "state"), tk("", so.quiet, "_strata", "resource"),
-		tk(so.alice, so.stray, "notes", "state"))
+		tk(so.alice, so.stray, "notes", "state"), tk(so.alice, "", "notes", "state"))
 	slices.Sort(aliceGone)
 	for _, k := range aliceGone {
 		if !slices.Contains(before, k) {
@@ -110,12 +116,12 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 		!strings.Contains(left[0].Reason, "no run bound the thread to resource") {
 		t.Errorf("dry run leaves %+v, want the legacy state of %s", left, so.stray)
 	}
-	want := "and " + plural(len(aliceGone), "state key") + " from " + stateLoc
+	want := fmt.Sprintf("and %d state keys from %s", len(aliceGone), stateLoc)
 	if !strings.Contains(dry.stderr, "would delete 1 memory from") || !strings.Contains(dry.stderr, want) {
 		t.Errorf("dry run stderr lacks %q: %s", want, dry.stderr)
 	}
 	text := e.ok(append(m, "rm", "--resource", so.alice, "--dry-run")...).stdout
-	for _, want := range []string{so.alice + `\x1f` + so.quiet, so.alice + `\x1f` + so.stray, "resource  " + so.quiet[:5]} {
+	for _, want := range []string{so.alice + `\x1f` + so.quiet, so.alice + `\x1f` + so.stray} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dry run table lacks %q:\n%s", want, text)
 		}
@@ -129,6 +135,18 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 	decodeJSON(t, r.stdout, &res)
 	if res.Deleted != 1 || res.StateDeleted != len(aliceGone) || !slices.Equal(keyStrings(res.StateKeys), aliceGone) {
 		t.Errorf("rm --json = %+v, want 1 record and the state keys %q", res, aliceGone)
+	}
+	// The binding of quiet goes before its tenancy scope, which is what
+	// finds the thread again should the run fail in between.
+	order := make([]string, len(res.StateKeys))
+	for i, k := range res.StateKeys {
+		order[i] = k.String()
+	}
+	binding := slices.Index(order, tk("", so.quiet, "_strata", "resource"))
+	for _, k := range []string{tk(so.alice, so.quiet, "_strata", "last_assembly"), tk(so.alice, so.quiet, "notes", "state")} {
+		if i := slices.Index(order, k); i < binding {
+			t.Errorf("rm deleted %q before the binding %s: %q", k, so.quiet, order)
+		}
 	}
 	if len(res.NotErased) != 1 || res.NotErased[0].Thread != so.stray || res.NotErased[0].StateKeys != 1 {
 		t.Errorf("rm --json not erased: %+v", res.NotErased)
@@ -154,24 +172,6 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 	if r := e.ok(append(m, "rm", "--resource", so.alice, "--yes")...); !strings.Contains(r.stderr, "nothing deleted") {
 		t.Errorf("second rm: %s %s", r.stdout, r.stderr)
 	}
-}
-
-func plural(n int, one string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strings.Repeat("", 0) + itoa(n) + " " + one + "s"
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // TestRemoveResourceStateOnlyThreads: rm --resource finds the threads of

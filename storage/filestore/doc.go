@@ -27,6 +27,11 @@
 // directory read plus one small read per candidate file: cheap for a
 // maintenance tool, not meant for a hot path.
 //
+// Store implements storage.ScopeLister the same way: escaping works byte by
+// byte, so the scope ids that start with a prefix are those whose readable
+// names start with the escaped scope and prefix; ScopeIDs opens those files
+// and the hashed ones, and collects the scope ids of the live keys.
+//
 // # File format
 //
 // A file is a 24-byte header — magic "SFS1", a flags byte (bit 0: deleted),

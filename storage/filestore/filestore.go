@@ -40,8 +40,9 @@ type Store struct {
 }
 
 var (
-	_ storage.Store  = (*Store)(nil)
-	_ storage.Lister = (*Store)(nil)
+	_ storage.Store       = (*Store)(nil)
+	_ storage.Lister      = (*Store)(nil)
+	_ storage.ScopeLister = (*Store)(nil)
 )
 
 const (
@@ -264,21 +265,72 @@ func (s *Store) Keys(ctx context.Context, scope, scopeID string) ([]storage.Key,
 	if err := storage.ValidateScope(scope, scopeID); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(s.dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("filestore: %w", err)
-	}
 	var pb strings.Builder
 	escapePart(&pb, scope)
 	pb.WriteByte('.')
 	escapePart(&pb, scopeID)
 	pb.WriteByte('.')
-	prefix := pb.String()
 	keys := []storage.Key{}
+	err := s.scan(ctx, pb.String(), func(k storage.Key) bool {
+		return k.Scope == scope && k.ScopeID == scopeID
+	}, func(k storage.Key) { keys = append(keys, k) })
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(keys, storage.CompareKeys)
+	return keys, nil
+}
+
+// ScopeIDs returns the scope ids of scope that start with prefix and hold
+// a value, sorted byte by byte. It reads the data directory as Keys does:
+// escaping works byte by byte, so the readable names of those scope ids are
+// the ones that start with the escaped scope and prefix; they and the
+// hashed files are opened, header and key only.
+func (s *Store) ScopeIDs(ctx context.Context, scope, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	if err := storage.ValidateScopeName(scope); err != nil {
+		return nil, err
+	}
+	var pb strings.Builder
+	escapePart(&pb, scope)
+	pb.WriteByte('.')
+	escapePart(&pb, prefix)
+	seen := map[string]bool{}
+	ids := []string{}
+	err := s.scan(ctx, pb.String(), func(k storage.Key) bool {
+		return k.Scope == scope && strings.HasPrefix(k.ScopeID, prefix)
+	}, func(k storage.Key) {
+		if !seen[k.ScopeID] {
+			seen[k.ScopeID] = true
+			ids = append(ids, k.ScopeID)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// scan calls visit with the key of every live data file whose key is
+// selected by in: the keys of the files whose readable name starts with
+// namePrefix, the escaped form of what in selects, and of the hashed
+// files. A file that claims such a name and holds another key, or holds a
+// selected key under a name Get would not read, yields a *CorruptError.
+func (s *Store) scan(ctx context.Context, namePrefix string, in func(storage.Key) bool, visit func(storage.Key)) error {
+	entries, err := os.ReadDir(s.dataDir)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
 	for i, e := range entries {
 		if i%256 == 255 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		name := e.Name()
@@ -286,30 +338,29 @@ func (s *Store) Keys(ctx context.Context, scope, scopeID string) ([]storage.Key,
 		if !strings.HasSuffix(name, dataSuffix) || !e.Type().IsRegular() {
 			continue
 		}
-		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(name, hashPrefix) {
+		if !strings.HasPrefix(name, namePrefix) && !strings.HasPrefix(name, hashPrefix) {
 			continue
 		}
 		path := filepath.Join(s.dataDir, name)
 		key, deleted, ok, err := readKey(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			continue // replaced by a rename between ReadDir and open
 		}
-		inScope := key.Scope == scope && key.ScopeID == scopeID
-		if want := fileName(key); want != name && (inScope || !strings.HasPrefix(name, hashPrefix)) {
+		selected := in(key)
+		if want := fileName(key); want != name && (selected || !strings.HasPrefix(name, hashPrefix)) {
 			// A misplaced file: Get of its key reads another file, and a
 			// readable name of this scope claims a key it does not hold.
 			// Either way the listing could not be trusted.
-			return nil, &CorruptError{Path: path, Reason: fmt.Sprintf("holds key %s, which belongs in %s", key, want)}
+			return &CorruptError{Path: path, Reason: fmt.Sprintf("holds key %s, which belongs in %s", key, want)}
 		}
-		if inScope && !deleted {
-			keys = append(keys, key)
+		if selected && !deleted {
+			visit(key)
 		}
 	}
-	slices.SortFunc(keys, storage.CompareKeys)
-	return keys, nil
+	return nil
 }
 
 // liveRevision is the revision compare-and-swap sees: 0 when absent or deleted.

@@ -379,7 +379,7 @@ func TestProcesses(t *testing.T) {
 }
 
 // TestKeysFiles covers what only a directory has: temporary files, stray
-// files, damaged and misplaced data files.
+// files, damaged and misplaced data files, for Keys and ScopeIDs.
 func TestKeysFiles(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)
@@ -408,6 +408,9 @@ func TestKeysFiles(t *testing.T) {
 	if err != nil || len(keys) != 2 || keys[0] != long || keys[1] != short {
 		t.Fatalf("Keys(resource, alice) = %v, %v; want [%s %s]", keys, err, long, short)
 	}
+	if ids, err := s.ScopeIDs(ctx, "resource", "al"); err != nil || len(ids) != 1 || ids[0] != "alice" {
+		t.Fatalf("ScopeIDs(resource, al) = %q, %v; want [alice]", ids, err)
+	}
 
 	corrupt := func(name string, content []byte) {
 		t.Helper()
@@ -434,6 +437,10 @@ func TestKeysFiles(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Path != filepath.Join(data, c.file) {
 			t.Errorf("%s: Keys err = %v; want a *CorruptError naming %s", name, err, c.file)
 		}
+		_, err = s.ScopeIDs(ctx, "resource", "ali")
+		if !errors.As(err, &ce) || ce.Path != filepath.Join(data, c.file) {
+			t.Errorf("%s: ScopeIDs err = %v; want a *CorruptError naming %s", name, err, c.file)
+		}
 		corrupt(c.file, saved)
 	}
 	// A damaged file of another scope with a readable name does not stop
@@ -444,5 +451,13 @@ func TestKeysFiles(t *testing.T) {
 	}
 	if _, err := s.Keys(ctx, "resource", "bob"); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Keys(resource, bob) over a damaged file: %v, want ErrCorrupt", err)
+	}
+	if ids, err := s.ScopeIDs(ctx, "resource", "a"); err != nil || len(ids) != 1 {
+		t.Fatalf("ScopeIDs(resource, a) with bob's file damaged = %q, %v", ids, err)
+	}
+	for _, prefix := range []string{"", "b", "bob"} {
+		if _, err := s.ScopeIDs(ctx, "resource", prefix); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("ScopeIDs(resource, %q) over a damaged file: %v, want ErrCorrupt", prefix, err)
+		}
 	}
 }

@@ -26,7 +26,10 @@
 //
 // Store implements storage.Lister: Keys is one query on the index over
 // (scope, scope_id), ordered by layer and name (bytea compares byte by
-// byte, the order of storage.CompareKeys).
+// byte, the order of storage.CompareKeys). It implements storage.ScopeLister
+// too: ScopeIDs is one range scan of the same index, scope_id from the
+// prefix up to the prefix's successor (not LIKE, whose wildcards a prefix
+// may hold and which uses no btree index on bytea).
 //
 // # Compare-and-swap
 //

@@ -77,11 +77,15 @@ type Store struct {
 
 	// Statements, expanded once.
 	qGet, qCreate, qUpdate, qDelete, qRevision, qKeys string
+	// qScopeIDs lists the scope ids in [$2, $3), qScopeIDsFrom those from
+	// $2 on (a prefix with no upper bound: empty, or all 0xff bytes).
+	qScopeIDs, qScopeIDsFrom string
 }
 
 var (
-	_ storage.Store  = (*Store)(nil)
-	_ storage.Lister = (*Store)(nil)
+	_ storage.Store       = (*Store)(nil)
+	_ storage.Lister      = (*Store)(nil)
+	_ storage.ScopeLister = (*Store)(nil)
 )
 
 // Open connects to the database at dsn (a postgres:// URL or a key=value
@@ -182,6 +186,11 @@ SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE key_hash = 
 	// The (scope, scope_id) index serves this; bytea sorts byte by byte,
 	// the order of storage.CompareKeys.
 	s.qKeys = n.expand(`SELECT layer, name FROM {table} WHERE scope = $1 AND scope_id = $2 ORDER BY layer, name`)
+	// A prefix is a range of the same index: the ids from the prefix up to
+	// (not including) the prefix's successor. LIKE would need its
+	// wildcards escaped and, on bytea, uses no btree index.
+	s.qScopeIDs = n.expand(`SELECT DISTINCT scope_id FROM {table} WHERE scope = $1 AND scope_id >= $2 AND scope_id < $3 ORDER BY scope_id`)
+	s.qScopeIDsFrom = n.expand(`SELECT DISTINCT scope_id FROM {table} WHERE scope = $1 AND scope_id >= $2 ORDER BY scope_id`)
 	return s, nil
 }
 
@@ -325,6 +334,61 @@ func (s *Store) Keys(ctx context.Context, scope, scopeID string) ([]storage.Key,
 		keys = []storage.Key{}
 	}
 	return keys, nil
+}
+
+// ScopeIDs returns the scope ids of scope that start with prefix, sorted
+// byte by byte, with one range scan of the (scope, scope_id) index.
+func (s *Store) ScopeIDs(ctx context.Context, scope, prefix string) ([]string, error) {
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := storage.ValidateScopeName(scope); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	q, args := s.qScopeIDsFrom, []any{scope, []byte(prefix)}
+	if end, ok := prefixEnd([]byte(prefix)); ok {
+		q, args = s.qScopeIDs, append(args, end)
+	}
+	var ids []string
+	err := retryRead(ctx, func() error {
+		rows, err := s.pool.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var id []byte
+			err := r.Scan(&id)
+			return string(id), err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: scope ids of %s with prefix %q: %w", scope, prefix, withCtx(ctx, err))
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+// prefixEnd returns the smallest byte string above every string that
+// starts with prefix: prefix without its trailing 0xff bytes, its last
+// byte incremented. ok is false when there is none (prefix is empty or all
+// 0xff): every string from prefix on starts with it.
+func prefixEnd(prefix []byte) (end []byte, ok bool) {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end = append([]byte{}, prefix[:i+1]...)
+			end[i]++
+			return end, true
+		}
+	}
+	return nil, false
 }
 
 // conflict builds the ConflictError of a write that matched no row. The

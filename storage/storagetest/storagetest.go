@@ -1,8 +1,9 @@
 // Package storagetest is the conformance suite every storage.Store
 // implementation must pass. A driver's test calls RunConformance (or Run
 // with a Harness when the store is durable) against the real engine. The
-// cases named Keys* run when the store also implements storage.Lister and
-// skip otherwise:
+// cases named Keys* run when the store also implements storage.Lister, those
+// named ScopeIDs* when it implements storage.ScopeLister, and skip
+// otherwise:
 //
 //	func TestConformance(t *testing.T) {
 //		storagetest.Run(t, storagetest.Harness{
@@ -70,6 +71,11 @@ func Run(t *testing.T, h Harness) {
 		{"KeysCanceledContext", testKeysCanceledContext},
 		{"KeysClosed", testKeysClosed},
 		{"KeysReopen", testKeysReopen},
+		{"ScopeIDs", testScopeIDs},
+		{"ScopeIDsInvalidScope", testScopeIDsInvalidScope},
+		{"ScopeIDsCanceledContext", testScopeIDsCanceledContext},
+		{"ScopeIDsClosed", testScopeIDsClosed},
+		{"ScopeIDsReopen", testScopeIDsReopen},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -735,4 +741,202 @@ func testKeysReopen(t *testing.T, h Harness) {
 	s = h.Reopen(t, s)
 	t.Cleanup(func() { _ = s.Close() })
 	wantKeys(t, s, listingKeys, gone)
+}
+
+func scopeLister(t *testing.T, s storage.Store) storage.ScopeLister {
+	t.Helper()
+	l, ok := s.(storage.ScopeLister)
+	if !ok {
+		t.Skipf("%T does not implement storage.ScopeLister", s)
+	}
+	return l
+}
+
+// scopeIDKeys spread values over scope ids that share prefixes: the
+// threads of resources (ThreadScopeID), a plain thread named like a
+// resource, resources whose ids hold LIKE wildcards ("%", "_") that a
+// prefix must match literally, ids of one and many keys, a long id a file
+// store must hash, NUL and 0xff bytes (the successor of a prefix ending in
+// 0xff is not the prefix with its last byte incremented), and the same ids
+// in other scopes.
+var scopeIDKeys = []storage.Key{
+	key("thread", storage.ThreadScopeID("alice", "main"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("alice", "main"), "_strata", "last_assembly"),
+	key("thread", storage.ThreadScopeID("alice", "work"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("alice", "Work"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("alice", "w.o/r%k"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("alice", "\x00"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("alice", strings.Repeat("long", 80)), "memory", "state"),
+	key("thread", "alice", "memory", "state"),
+	key("thread", "alicia", "memory", "state"),
+	key("thread", storage.ThreadScopeID("alicia", "main"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("bob", "main"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("a%b", "t"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("a_b", "t"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("aXb", "t"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("a%", "t"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("a_", "t"), "memory", "state"),
+	key("thread", storage.ThreadScopeID("ab", "t"), "memory", "state"),
+	key("thread", "%", "memory", "state"),
+	key("thread", "_", "memory", "state"),
+	key("thread", "z\xff", "memory", "state"),
+	key("thread", "z\xff\xff", "memory", "state"),
+	key("thread", "z\xff\xff\x00", "memory", "state"),
+	key("thread", "{", "memory", "state"),
+	key("thread", "\xff", "memory", "state"),
+	key("thread", "\xff\xff", "memory", "state"),
+	key("thread", "スレッド", "記憶", "状態"),
+	key("resource", "alice", "profile", "state"),
+	key("resource", storage.ThreadScopeID("alice", "main"), "profile", "state"),
+	key("resource", "bob", "profile", "state"),
+	key("global", "", "census", "state"),
+	key("global", "scoped", "census", "state"),
+}
+
+// scopeIDPrefixes are the prefixes every listing is checked with: none,
+// some or all of a scope's ids match each.
+var scopeIDPrefixes = []string{
+	"", "a", "alice", storage.ThreadScopeID("alice", ""), storage.ThreadScopeID("alice", "main"),
+	storage.ThreadScopeID("alice", "mainx"), storage.ThreadScopeID("alice", "w"), "alicia",
+	"bob", storage.ThreadScopeID("bob", ""), "nobody", "a%", "a_", "a%b", "a_b", "%", "_", "%%", "__",
+	"z", "z\xff", "z\xff\xff", "\xff", "\xff\xff", "\xff\xff\xff", "{", "ス", "s", "scoped",
+}
+
+// wantScopeIDs checks ScopeIDs of every scope and prefix of
+// scopeIDPrefixes against the scope ids of the keys not in gone.
+func wantScopeIDs(t *testing.T, s storage.Store, keys []storage.Key, gone map[storage.Key]bool) {
+	t.Helper()
+	l := scopeLister(t, s)
+	for _, scope := range []string{"thread", "resource", "global"} {
+		for _, prefix := range scopeIDPrefixes {
+			want := []string{}
+			for _, k := range keys {
+				if !gone[k] && k.Scope == scope && strings.HasPrefix(k.ScopeID, prefix) && !slices.Contains(want, k.ScopeID) {
+					want = append(want, k.ScopeID)
+				}
+			}
+			slices.Sort(want)
+			got, err := l.ScopeIDs(ctx, scope, prefix)
+			if err != nil {
+				t.Fatalf("ScopeIDs(%q, %q): %v", scope, prefix, err)
+			}
+			if got == nil {
+				t.Fatalf("ScopeIDs(%q, %q) = nil, want a non-nil slice", scope, prefix)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("ScopeIDs(%q, %q) =\n  %.60q\nwant\n  %.60q", scope, prefix, got, want)
+			}
+		}
+	}
+}
+
+func testScopeIDs(t *testing.T, h Harness) {
+	s := open(t, h)
+	l := scopeLister(t, s)
+	for _, scope := range []string{"thread", "resource", "global"} {
+		for _, prefix := range []string{"", "alice"} {
+			got, err := l.ScopeIDs(ctx, scope, prefix)
+			if err != nil || got == nil || len(got) != 0 {
+				t.Fatalf("ScopeIDs(%q, %q) of an empty store = %q, %v; want an empty slice", scope, prefix, got, err)
+			}
+		}
+	}
+	revs := map[storage.Key]int64{}
+	for i, k := range scopeIDKeys {
+		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
+	}
+	wantScopeIDs(t, s, scopeIDKeys, nil)
+	// Listing changes nothing.
+	for i, k := range scopeIDKeys {
+		wantEntry(t, s, k, fmt.Sprintf("value %d", i), revs[k])
+	}
+	// A scope id whose keys are all deleted is gone (a file store's
+	// tombstones included); one that keeps a key stays, listed once.
+	gone := map[storage.Key]bool{}
+	del := func(k storage.Key) {
+		t.Helper()
+		if err := s.Delete(ctx, k, revs[k]); err != nil {
+			t.Fatal(err)
+		}
+		gone[k] = true
+	}
+	del(scopeIDKeys[0]) // alice's main keeps its assembly
+	del(scopeIDKeys[2]) // alice's work goes
+	del(scopeIDKeys[6]) // the hashed one goes
+	del(key("thread", storage.ThreadScopeID("a%b", "t"), "memory", "state"))
+	del(key("thread", "z\xff\xff", "memory", "state"))
+	del(key("global", "", "census", "state"))
+	wantScopeIDs(t, s, scopeIDKeys, gone)
+	if got, err := l.ScopeIDs(ctx, "thread", storage.ThreadScopeID("alice", "main")); err != nil || !slices.Equal(got, []string{storage.ThreadScopeID("alice", "main")}) {
+		t.Errorf("ScopeIDs of alice's main after deleting one of its two keys = %q, %v", got, err)
+	}
+	// Re-created, a scope id comes back.
+	k := scopeIDKeys[2]
+	mustPut(t, s, k, "again", 0)
+	delete(gone, k)
+	wantScopeIDs(t, s, scopeIDKeys, gone)
+}
+
+func testScopeIDsInvalidScope(t *testing.T, h Harness) {
+	s := open(t, h)
+	l := scopeLister(t, s)
+	mustPut(t, s, k1, "v", 0)
+	for _, scope := range []string{"", "Thread", "session", "thread/"} {
+		if got, err := l.ScopeIDs(ctx, scope, ""); !errors.Is(err, storage.ErrInvalidKey) {
+			t.Errorf("ScopeIDs(%q, \"\") = %q, %v; want ErrInvalidKey", scope, got, err)
+		}
+	}
+	// An empty prefix is valid in every scope, unlike an empty scope id.
+	if got, err := l.ScopeIDs(ctx, "thread", ""); err != nil || !slices.Equal(got, []string{k1.ScopeID}) {
+		t.Errorf("ScopeIDs(thread, \"\") = %q, %v; want [%q]", got, err, k1.ScopeID)
+	}
+}
+
+func testScopeIDsCanceledContext(t *testing.T, h Harness) {
+	s := open(t, h)
+	l := scopeLister(t, s)
+	mustPut(t, s, k1, "v", 0)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, err := l.ScopeIDs(cctx, k1.Scope, ""); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ScopeIDs with canceled context = %q, %v; want context.Canceled", got, err)
+	}
+}
+
+func testScopeIDsClosed(t *testing.T, h Harness) {
+	s := h.New(t)
+	l := scopeLister(t, s)
+	mustPut(t, s, k1, "v", 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.ScopeIDs(ctx, k1.Scope, ""); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("ScopeIDs after Close = %q, %v; want ErrClosed", got, err)
+	}
+}
+
+// testScopeIDsReopen lists from a fresh store over the same data.
+func testScopeIDsReopen(t *testing.T, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("Harness.Reopen not set: store is not durable")
+	}
+	s := open(t, h) // see testKeysReopen
+	scopeLister(t, s)
+	revs := map[storage.Key]int64{}
+	for i, k := range scopeIDKeys {
+		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
+	}
+	gone := map[storage.Key]bool{}
+	for _, k := range []storage.Key{scopeIDKeys[2], scopeIDKeys[6], scopeIDKeys[len(scopeIDKeys)-1]} {
+		if err := s.Delete(ctx, k, revs[k]); err != nil {
+			t.Fatal(err)
+		}
+		gone[k] = true
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = h.Reopen(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	wantScopeIDs(t, s, scopeIDKeys, gone)
 }

@@ -70,9 +70,9 @@ The threads are found through R's records and, when the state store can
 list scope ids (filestore and postgres can), through R's state: a scope
 thread/R+T (see below) makes T one of R's threads even when no record of R
 is on it. Either way the run that deletes them is the one that reports (a
-dry run reports the same). A thread found through its state only is R's by
-its binding alone: bound to no resource, its legacy data is reported, not
-erased. --no-linked-threads leaves every legacy record and state key
+dry run reports the same). The legacy data of a thread found through its
+state only is R's when the thread is bound to R; unbound, it is reported,
+not erased. --no-linked-threads leaves every legacy record and state key
 (reported the same way).
 
 It also deletes what the runtime keeps of R in its state store: every key
@@ -89,9 +89,9 @@ one inspect reads: --state DIR|postgres://..., else the config file's
 postgres store. A state store that cannot list scope ids finds the threads
 through the records only, so there a thread with no record linked to R
 keeps its state. Run it while no agent serves R: a running session may
-write its state back. With other filters besides
---resource and --thread only the recorded assemblies of the threads go, not
-the layers' state.
+write its state back. With other filters besides --resource and --thread
+only the recorded assemblies of the threads go, not the layers' state, and
+the threads are found through the records only.
 
 --legacy, with --thread T and no --resource, selects only the legacy data
 of T: its records that carry no resource and its state keyed by the thread
@@ -102,8 +102,8 @@ The state goes first, the records after, the bindings of the threads
 between the legacy records and the records carrying R: the records are
 what links the threads to R, so a run that fails part-way can be run again
 to finish (a thread found through its state only is linked by its scope
-thread/R+T, which goes with the bindings, after its own). For the same reason rm deletes nothing at all when it cannot
-reach the state:
+thread/R+T, which goes with the bindings, after its own). For the same
+reason rm deletes nothing at all when it cannot reach the state:
   - no state store known (a qdrant or bare chromem store without --state
     or a config "state"): exit status 2, asking for --state;
   - the state store fails (unreachable database, a --state directory that
