@@ -32,9 +32,9 @@ func (m *mirror) embedPending(ctx context.Context, limit int, wait, final bool, 
 	}
 	var jobs []job
 	if locked && limit > 0 && m.run.ParentRunID == "" {
-		m.mu.RLock()
+		m.mu.Lock()
 		jobs = m.jobsLocked(model, limit, final)
-		m.mu.RUnlock()
+		m.mu.Unlock()
 	}
 	texts := make([]string, 0, len(jobs)+len(extra))
 	for _, j := range jobs {
@@ -201,9 +201,9 @@ func (m *mirror) deletedEntries(ctx context.Context, es map[string]*entry) ([]*e
 func (m *mirror) flush(ctx context.Context) error {
 	model := m.l.store.Embedder.Model()
 	for {
-		m.mu.RLock()
+		m.mu.Lock()
 		n := len(m.jobsLocked(model, 1, true))
-		m.mu.RUnlock()
+		m.mu.Unlock()
 		if n == 0 || m.run.ParentRunID != "" {
 			return nil
 		}

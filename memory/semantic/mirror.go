@@ -32,6 +32,11 @@ type mirror struct {
 	// take one for a message deleted elsewhere) and are written again at
 	// every write hook until the collection takes them.
 	unstored []*entry
+	// dirty holds the entries that may have embedding work: a vector
+	// missing or from another model, or a context window that changed.
+	// Every change marks the entries it affects, so finding the work is
+	// proportional to what changed, not to the scope's history.
+	dirty map[*entry]bool
 
 	// embedMu serialises embedding passes so two hooks (a store that
 	// outlived its timeout and the next recall) never embed the same
@@ -49,7 +54,7 @@ type mirror struct {
 func (l *Layer) newMirror(run core.RunInfo) *mirror {
 	ix, _ := lexical.New(lexical.Options{K1: l.o.Ranking.K1, B: l.o.Ranking.B, Analyzer: l.an})
 	return &mirror{l: l, run: run, byID: map[string]*entry{}, threads: map[string][]*entry{},
-		nextSeq: map[string]int64{}, lex: ix}
+		nextSeq: map[string]int64{}, lex: ix, dirty: map[*entry]bool{}}
 }
 
 // scopeFilter selects this session's records, of both kinds. A thread of
@@ -158,6 +163,7 @@ func (m *mirror) load(ctx context.Context) error {
 	for _, t := range m.threads {
 		for i := range t {
 			m.indexLocked(t, i)
+			m.dirty[t[i]] = true
 		}
 	}
 	return nil
@@ -197,6 +203,8 @@ func (m *mirror) addLocked(e *entry) {
 func (m *mirror) reindexLocked(t []*entry, i int) {
 	for j := max(0, i-3); j <= min(len(t)-1, i+3); j++ {
 		m.indexLocked(t, j)
+		// Their context windows (two positions a side) may have changed.
+		m.dirty[t[j]] = true
 	}
 }
 
@@ -204,6 +212,7 @@ func (m *mirror) removeLocked(e *entry) {
 	t := m.threads[e.thread]
 	i := m.posLocked(e)
 	delete(m.byID, e.id)
+	delete(m.dirty, e)
 	m.lex.Delete(e.id)
 	if i < 0 {
 		return
@@ -288,30 +297,67 @@ type job struct {
 // messages after its own, see isContext) unless final (the end of a
 // run): the latest messages are in the visible window anyway. Oldest
 // first within each thread, threads by name.
+//
+// Only the dirty entries are looked at (and the last two of each thread
+// when final), so a Record's embedding pass costs what changed since the
+// last one. An entry with nothing to do leaves the dirty set; one whose
+// context waits for a later message leaves it too, since that message
+// marks it again. It needs mu held for writing.
 func (m *mirror) jobsLocked(model string, n int, final bool) []job {
-	var out []job
-	names := make([]string, 0, len(m.threads))
-	for name := range m.threads {
-		names = append(names, name)
+	cands := make([]*entry, 0, len(m.dirty))
+	for e := range m.dirty {
+		cands = append(cands, e)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		t := m.threads[name]
-		for i, e := range t {
-			if len(out) >= n {
-				return out
+	if final {
+		for _, t := range m.threads {
+			for j := max(0, len(t)-2); j < len(t); j++ {
+				if !m.dirty[t[j]] {
+					cands = append(cands, t[j])
+				}
 			}
-			if e.embedded != model && !e.skip {
-				out = append(out, job{e: e, text: e.text})
-			}
-			// The context of the last two messages is not complete yet:
-			// the latest message becomes context when the next arrives.
-			if len(out) >= n || (i >= len(t)-2 && !final) {
-				continue
-			}
-			if w := windowLocked(t, i); w != "" && w != e.ctxSkip && (w != e.ctxText || e.ctxEmbedded != model) {
-				out = append(out, job{e: e, ctx: true, text: w})
-			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b *entry) int {
+		if c := strings.Compare(a.thread, b.thread); c != 0 {
+			return c
+		}
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+	var out []job
+	for _, e := range cands {
+		if len(out) >= n {
+			break
+		}
+		t := m.threads[e.thread]
+		i := m.posLocked(e)
+		if i < 0 {
+			delete(m.dirty, e)
+			continue
+		}
+		needMsg := e.embedded != model && !e.skip
+		// The context of the last two messages is not complete yet:
+		// the latest message becomes context when the next arrives.
+		waiting := i >= len(t)-2 && !final
+		w := ""
+		if !waiting {
+			w = windowLocked(t, i)
+		}
+		needCtx := w != "" && w != e.ctxSkip && (w != e.ctxText || e.ctxEmbedded != model)
+		if !needMsg && !needCtx {
+			delete(m.dirty, e)
+			continue
+		}
+		if needMsg {
+			out = append(out, job{e: e, text: e.text})
+		}
+		if len(out) < n && needCtx {
+			out = append(out, job{e: e, ctx: true, text: w})
 		}
 	}
 	return out
