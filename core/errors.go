@@ -85,7 +85,7 @@ var ErrNotStored = errors.New("core: write not confirmed by the store")
 // WriteError is what a layer's hook returns for a record its store did not
 // confirm. The runtime hands it to the caller of Append, Record or
 // Complete (inside a *HookError naming the layer and hook) instead of only
-// diagnosing it: DESIGN's "acknowledged means stored".
+// diagnosing it: acknowledged means stored.
 type WriteError struct {
 	// Layer is the layer whose write failed.
 	Layer string

@@ -12,7 +12,7 @@ import (
 	"github.com/stratamem/strata/storage"
 )
 
-// Tenancy (DESIGN decision 11): a thread belongs to one resource, and its
+// Tenancy: a thread belongs to one resource, and its
 // state is keyed by both, so isolation is a property of keys, not of care.
 //
 //   - A thread of a resource keeps its state under the scope id

@@ -1,6 +1,6 @@
 // Package embedded opens strata's embedded default: everything
 // in-process and persisted under one data directory, with no server and no
-// network (DESIGN decision 7).
+// network.
 //
 //	<dir>/records/   memory records and vectors (chromem collection "memories")
 //	<dir>/state/     layer state with revisions (filestore)

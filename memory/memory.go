@@ -2,7 +2,7 @@
 // write their records to. The layers themselves live in the sub-packages
 // (episodic, semantic, entity, observations, temporal, scratchpad).
 //
-// Memories are records, not opaque blobs (DESIGN decision 6): each layer
+// Memories are records, not opaque blobs: each layer
 // writes vectorstore.Records with its layer name, the thread or resource
 // they belong to, a kind, text, metadata, validity times and an embedding,
 // so memctl can list, search, edit, delete, export and re-embed them across

@@ -199,7 +199,7 @@ const resourceThreadSep = "\x1f"
 // ThreadScopeID is the ScopeID of thread-scoped state: the thread id alone
 // for a thread that belongs to no resource, else the resource and the
 // thread, so two resources that both name a thread "main" never share a
-// key (DESIGN decision 11: isolation is a property of keys).
+// key: isolation is a property of keys.
 //
 // ThreadScopeID(resource, "") with a non-empty resource is the prefix that
 // the ScopeIDs of all the threads of resource share, to find them with

@@ -4,7 +4,7 @@
 //
 // A record (see Record) is a memory: id, layer, kind, thread/resource scope
 // keys, text, embedding, string metadata, and created / valid-from /
-// valid-to times (DESIGN decision 6). Users hold a *Collection, opened by
+// valid-to times. Users hold a *Collection, opened by
 // URL with a blank-imported driver:
 //
 //	import _ "github.com/stratamem/strata/vectorstore/chromem"

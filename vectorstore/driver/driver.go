@@ -124,7 +124,7 @@ type Scope struct {
 	Resource string `json:"resource,omitempty"`
 }
 
-// Record is one memory record (DESIGN decision 6).
+// Record is one memory record.
 type Record struct {
 	// ID identifies the record; Upsert with an existing ID replaces it.
 	ID string `json:"id"`

@@ -131,7 +131,7 @@ func InitState[S any](stored []byte, load func(*S) error) (S, error) {
 // resource or global, with the key that scope contributes to record ids
 // and the filter that selects the layer's records of one kind in it. A
 // thread-scoped record names its resource too, and a thread of a resource
-// is keyed and selected by both (DESIGN decision 11): two resources that
+// is keyed and selected by both (isolation by construction): two resources that
 // name a thread alike never share a record, even where no binding of the
 // thread is shared.
 func Scoped(layer, kind string, scope core.Scope, run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
