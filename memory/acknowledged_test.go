@@ -25,7 +25,7 @@ import (
 	_ "github.com/stratamem/strata/vectorstore/pgvector"
 )
 
-// DESIGN decision 10, acknowledged means stored: for every memory layer
+// Acknowledged means stored: for every memory layer
 // and every backend, a session call made while the store fails (or
 // stalls past the hook's timeout) returns an error matching
 // core.ErrNotStored, and every call that returned nil has its records in
