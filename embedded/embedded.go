@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stratamem/strata/internal/lockfile"
 	"os"
 	"path/filepath"
 	"time"
@@ -262,7 +263,7 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			pid := lockHolder(f)
+			pid := lockfile.Holder(f)
 			f.Close()
 			// Another Open of dir holds the lock (it does only while
 			// opening): name it, and say what to do.

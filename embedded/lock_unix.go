@@ -3,10 +3,9 @@
 package embedded
 
 import (
-	"bytes"
 	"errors"
+	"github.com/stratamem/strata/internal/lockfile"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +19,7 @@ func tryLock(f *os.File) (ok bool, err error) {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil:
-			writeHolder(f)
+			lockfile.WriteHolder(f)
 			return true, nil
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -30,27 +29,4 @@ func tryLock(f *os.File) (ok bool, err error) {
 			return false, err
 		}
 	}
-}
-
-// writeHolder writes this process's pid into the lock file f, as
-// information for the error of an Open that finds the lock taken; flock
-// is the lock. Writing before truncating leaves a whole pid line at every
-// moment, and a failure only loses the information.
-func writeHolder(f *os.File) {
-	line := strconv.Itoa(os.Getpid()) + "\n"
-	if _, err := f.WriteAt([]byte(line), 0); err == nil {
-		_ = f.Truncate(int64(len(line)))
-	}
-}
-
-// lockHolder returns the pid the lock file f records, or 0 if none.
-func lockHolder(f *os.File) int {
-	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
-	line, _, _ := bytes.Cut(b[:n], []byte("\n"))
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(line)))
-	if err != nil || pid <= 0 {
-		return 0
-	}
-	return pid
 }

@@ -1,12 +1,10 @@
 package chromem
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"github.com/stratamem/strata/vectorstore/driver"
 	"os"
-	"strconv"
 )
 
 // ErrLocked is wrapped by every *LockedError: the collection (or store) is
@@ -65,27 +63,4 @@ func (e *LockedError) Unwrap() []error {
 // (holder and what to do) as its cause.
 func busy(op string, le *LockedError) error {
 	return &driver.Error{Code: driver.CodeBusy, Op: op, Err: le}
-}
-
-// writeHolder records this process as the lock's holder in f, which it has
-// just locked. It is information for LockedError only: a failure is
-// ignored. Writing before truncating means a reader sees a whole pid line
-// (the new one, or the old one), never an empty file.
-func writeHolder(f *os.File) {
-	line := strconv.Itoa(os.Getpid()) + "\n"
-	if _, err := f.WriteAt([]byte(line), 0); err == nil {
-		_ = f.Truncate(int64(len(line)))
-	}
-}
-
-// readHolder returns the pid recorded in a lock file, or 0.
-func readHolder(f *os.File) int {
-	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
-	line, _, _ := bytes.Cut(b[:n], []byte("\n"))
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(line)))
-	if err != nil || pid <= 0 {
-		return 0
-	}
-	return pid
 }

@@ -4,6 +4,7 @@ package chromem
 
 import (
 	"errors"
+	"github.com/stratamem/strata/internal/lockfile"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -21,12 +22,12 @@ func lockFor(op string, f *os.File) error {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
 		case err == nil:
-			writeHolder(f)
+			lockfile.WriteHolder(f)
 			return nil
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			return busy(op, &LockedError{Path: filepath.Dir(f.Name()), PID: readHolder(f)})
+			return busy(op, &LockedError{Path: filepath.Dir(f.Name()), PID: lockfile.Holder(f)})
 		default:
 			return err
 		}
