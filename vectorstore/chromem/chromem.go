@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	chromemgo "github.com/philippgille/chromem-go"
@@ -150,8 +151,10 @@ func validName(s string) bool {
 // persistence truncates and rewrites one gob file per document with no
 // fsync or rename, so a crash can leave a torn file that makes the whole
 // database unopenable), record fields and time filters, deterministic tie
-// breaking, dot/Euclidean scoring, ordered listing, and a lock around
-// chromem's Delete (which reads its document map before locking).
+// breaking, dot/Euclidean scoring, ordered listing, an index by layer,
+// thread and resource that bounds a scoped call by its scope
+// (scopeindex.go), and a lock around chromem's Delete (which reads its
+// document map before locking).
 type collection struct {
 	dir  string
 	info driver.Info
@@ -176,10 +179,15 @@ type collection struct {
 	dirDirty bool
 
 	// mu guards the in-memory state below; writers hold it only to apply.
-	mu        sync.RWMutex
-	recs      map[string]*driver.Record // immutable once stored
-	live      int64                     // approximate encoded size of live records
-	chr       *chromemgo.Collection     // nil unless cosine
+	mu   sync.RWMutex
+	recs map[string]*driver.Record // immutable once stored
+	// idx indexes recs by layer, thread and resource (scopeindex.go), so
+	// that a call filtered by any of them touches only those records. It
+	// is built once the replay at open is done, then maintained by
+	// applyUpsert and applyDelete.
+	idx       scopeIndex
+	live      int64                 // approximate encoded size of live records
+	chr       *chromemgo.Collection // nil unless cosine
 	closed    bool
 	compacted int // number of compactions, for tests
 	// compactErr is the last compaction's failure, nil after a success; the
@@ -252,6 +260,10 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 	if err != nil {
 		return nil, err
 	}
+	// Indexed once, from the replayed records: maintaining the index frame
+	// by frame would move list tails for every record logged out of
+	// creation order (a compacted log is in id order).
+	c.idx.build(c.recs)
 	c.log, c.size, c.ckpt = f, good, ck
 	if c.needsCompaction() {
 		// The replayed log is intact, so a failed compaction costs space,
@@ -415,16 +427,41 @@ func chromemMeta(r *driver.Record) map[string]string {
 	return m
 }
 
-// applyUpsert installs records in memory; the caller holds mu (or owns c
-// exclusively during open).
+// applyUpsert installs records in memory and in the index; the caller holds
+// mu (or owns c exclusively during open).
 func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
+	// The index update: the records stored before this batch that it
+	// replaces, and the batch's records, the last one only of an id
+	// written twice (seen maps such an id to its place in add).
+	var rm, add []*driver.Record
+	var seen map[string]int
+	if c.idx.built() {
+		add = make([]*driver.Record, 0, len(recs))
+		if len(recs) > 1 {
+			seen = make(map[string]int, len(recs))
+		}
+	}
 	for i := range recs {
 		r := recs[i]
-		if old, ok := c.recs[r.ID]; ok {
+		old, replaced := c.recs[r.ID]
+		if replaced {
 			c.live -= approxSize(old)
 		}
 		c.recs[r.ID] = &r
 		c.live += approxSize(&r)
+		if c.idx.built() {
+			if j, dup := seen[r.ID]; dup {
+				add[j] = &r
+			} else {
+				if replaced {
+					rm = append(rm, old)
+				}
+				if seen != nil {
+					seen[r.ID] = len(add)
+				}
+				add = append(add, &r)
+			}
+		}
 		if c.chr != nil {
 			// chromem keeps the slice itself when it is already unit length
 			// (the portable layer normalised it), so the vector is shared,
@@ -433,17 +470,23 @@ func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 			_ = c.chr.AddDocument(ctx, chromemgo.Document{ID: r.ID, Metadata: chromemMeta(&r), Embedding: r.Vector})
 		}
 	}
+	c.idx.update(rm, add)
 }
 
+// applyDelete removes records from memory and from the index; the caller
+// holds mu (or owns c exclusively during open).
 func (c *collection) applyDelete(ctx context.Context, ids []string) {
 	var gone []string
+	var rm []*driver.Record
 	for _, id := range ids {
 		if old, ok := c.recs[id]; ok {
 			c.live -= approxSize(old)
 			delete(c.recs, id)
 			gone = append(gone, id)
+			rm = append(rm, old)
 		}
 	}
+	c.idx.update(rm, nil)
 	if c.chr != nil && len(gone) > 0 {
 		// chromem's Delete reads len(documents) before taking its own lock;
 		// the caller's exclusive mu is what makes this race-free.
@@ -605,11 +648,24 @@ func (c *collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, err
 	return len(ids), nil
 }
 
-// scan calls fn for each record matching f; the caller holds mu.
+// scan calls fn for each record matching f, in no particular order; the
+// caller holds mu. It looks at the fewest records it can: those of f.IDs
+// when f names ids, else those of the smallest index list among the layer,
+// thread and resource f names (see scopeIndex), else all of them. Every
+// candidate is then tested with f.Matches, so the result is the same as a
+// full scan's.
 func (c *collection) scan(f *driver.Filter, fn func(*driver.Record)) {
 	if len(f.IDs) > 0 {
 		for _, id := range f.IDs {
 			if r, ok := c.recs[id]; ok && f.Matches(r) {
+				fn(r)
+			}
+		}
+		return
+	}
+	if cands, _, ok := c.idx.candidates(f); ok {
+		for _, r := range cands {
+			if f.Matches(r) {
 				fn(r)
 			}
 		}
@@ -644,6 +700,12 @@ func (c *collection) Count(ctx context.Context, f driver.Filter) (int, error) {
 	if f.IsZero() {
 		return len(c.recs), nil
 	}
+	if len(f.IDs) == 0 {
+		// A filter on one indexed field alone counts its list.
+		if cands, fi, ok := c.idx.candidates(&f); ok && onlyField(&f, fi) {
+			return len(cands), nil
+		}
+	}
 	n := 0
 	c.scan(&f, func(*driver.Record) { n++ })
 	return n, nil
@@ -659,25 +721,37 @@ func out(r *driver.Record, withVector bool) driver.Record {
 	return cp
 }
 
+// List returns a page in (CreatedAt, ID) order. A filter naming a layer,
+// thread or resource (and no ids) pages through the smallest of their index
+// lists, which are kept in that order: a binary search for the cursor, then
+// a walk that stops at the limit, O(log n + s) for s entries walked (at
+// most the scope's size; the limit when the rest of the filter matches
+// every entry). Other filters keep the limit's first records of a full
+// scan in a bounded heap, O(N log limit) for a collection of N.
 func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	order := func(a, b **driver.Record) int {
-		if q.Desc {
-			return driver.CompareRecords(*b, *a)
+	var hits []*driver.Record
+	if cands, _, ok := c.idx.candidates(&q.Filter); ok && len(q.Filter.IDs) == 0 {
+		hits = page(cands, &q)
+	} else {
+		order := func(a, b **driver.Record) int {
+			if q.Desc {
+				return driver.CompareRecords(*b, *a)
+			}
+			return driver.CompareRecords(*a, *b)
 		}
-		return driver.CompareRecords(*a, *b)
+		h := &bounded[*driver.Record]{k: q.Limit, cmp: order}
+		c.scan(&q.Filter, func(r *driver.Record) {
+			if q.After == nil || driver.ComesAfter(r, q.After, q.Desc) {
+				h.offer(r)
+			}
+		})
+		hits = h.sorted()
 	}
-	h := &bounded[*driver.Record]{k: q.Limit, cmp: order}
-	c.scan(&q.Filter, func(r *driver.Record) {
-		if q.After == nil || driver.ComesAfter(r, q.After, q.Desc) {
-			h.offer(r)
-		}
-	})
-	hits := h.sorted()
 	res := make([]driver.Record, len(hits))
 	for i, r := range hits {
 		res[i] = out(r, q.WithVectors)
@@ -694,7 +768,8 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 	var ms []driver.Match
 	var err error
 	f := &q.Filter
-	if c.chr != nil && len(f.IDs) == 0 && f.CreatedFrom.IsZero() && f.CreatedBefore.IsZero() && f.ValidAt.IsZero() {
+	_, _, indexed := c.idx.candidates(f)
+	if c.chr != nil && !indexed && len(f.IDs) == 0 && f.CreatedFrom.IsZero() && f.CreatedBefore.IsZero() && f.ValidAt.IsZero() {
 		ms, err = c.queryChromem(ctx, &q)
 	} else {
 		ms = c.queryScan(&q)
@@ -761,16 +836,46 @@ func (c *collection) queryChromem(ctx context.Context, q *driver.VectorQuery) ([
 }
 
 // queryScan scores every matching record itself, in one exact pass. It
-// serves dot and Euclidean (chromem-go only knows cosine) and the filters
+// serves dot and Euclidean (chromem-go only knows cosine), the filters
 // chromem-go cannot express (ids, creation time, validity): filtering those
 // after chromem's search would take repeated, widening chromem passes,
-// measured 2-7x slower than this single pass (see BenchmarkQueryTop10).
+// measured 2-7x slower than this single pass (see BenchmarkQueryTop10),
+// and every filter naming a layer, thread or resource: scan then scores
+// the records of that scope only, where chromem-go would visit every
+// document of the collection (BenchmarkScopeQuery).
 func (c *collection) queryScan(q *driver.VectorQuery) []driver.Match {
-	h := &bounded[driver.Match]{k: q.K, cmp: driver.CompareMatches}
+	h := &bounded[scored]{k: q.K, cmp: compareScored}
 	c.scan(&q.Filter, func(r *driver.Record) {
-		h.offer(driver.Match{Record: *r, Score: score(c.info.Distance, q.Vector, r.Vector)})
+		h.offer(scored{r: r, score: score(c.info.Distance, q.Vector, r.Vector)})
 	})
-	return h.sorted()
+	hits := h.sorted()
+	if len(hits) == 0 {
+		return nil
+	}
+	ms := make([]driver.Match, len(hits))
+	for i, s := range hits {
+		ms[i] = driver.Match{Record: *s.r, Score: s.score}
+	}
+	return ms
+}
+
+// scored is a candidate match of queryScan: the record by pointer, so that
+// the heap moves 16 bytes per candidate rather than a whole Record.
+type scored struct {
+	r     *driver.Record
+	score float64
+}
+
+// compareScored is driver.CompareMatches on scored: score descending, then
+// id.
+func compareScored(a, b *scored) int {
+	switch {
+	case a.score > b.score:
+		return -1
+	case a.score < b.score:
+		return 1
+	}
+	return strings.Compare(a.r.ID, b.r.ID)
 }
 
 // bounded keeps the k first items of an order (cmp < 0 means a comes
@@ -919,6 +1024,7 @@ func (c *collection) Close() error {
 	}
 	c.closed = true
 	c.recs = nil
+	c.idx = scopeIndex{}
 	c.chr = nil
 	var err error
 	if c.dirDirty {

@@ -66,17 +66,39 @@
 //
 // # Search
 //
-// Both paths are exact brute force. chromem-go holds the vectors of cosine
-// collections and answers cosine queries whose filter it can express: layer,
-// kind, scope and metadata equality, pushed into its where clause. The
-// driver adds what chromem-go lacks: ties broken by id also at the K
-// boundary (it widens the chromem request until the boundary is strict),
-// clamping K to the collection size (chromem-go errors otherwise), and a
-// lock around chromem-go's Delete, which reads its document map before
-// taking its own lock. Queries filtered by ids, creation time or validity,
-// and every dot or Euclidean query (chromem-go only knows cosine), are
-// scored by the driver in one pass over the matching records: filtering
-// those after chromem's search would need repeated, widening chromem passes
-// (measured 2-7x slower, BenchmarkQueryTop10). Listing is ordered by the
-// driver with a bounded heap.
+// Every search is exact brute force, over as few records as the filter
+// allows. The driver indexes its in-memory records by layer, thread and
+// resource (scopeindex.go): for each value in use, the records holding it,
+// sorted in List order (CreatedAt, ID). Every write maintains the index
+// under the collection's lock, in the same step as the records; open builds
+// it once from the replayed log, in O(n log n). A Query, List, Count or
+// DeleteWhere whose filter names a layer, thread or resource (and no ids)
+// visits only the smallest of those lists and tests each entry with
+// Filter.Matches, so it returns exactly what a full scan would, while its
+// cost follows the scope rather than the collection: a k=10 query over one
+// user's 500 records takes about 0.1-0.2 ms in a collection of 10k, 100k or
+// 200k records, where scanning the collection took 4, 95 and 190 ms
+// (BenchmarkScopeQuery). A filter naming ids visits those ids. Count of a
+// filter on one indexed field alone is the length of its list; List finds
+// its cursor in the list by binary search and walks from there until the
+// page is full, O(log n + s) for the s entries walked. The index costs one
+// pointer per record and indexed non-empty field, 26-32 bytes per record
+// with all three set (BenchmarkScopeIndexMemory); an empty field (a global
+// record) is not indexed, since no filter can ask for it.
+//
+// chromem-go holds the vectors of cosine collections and answers the cosine
+// queries the index does not narrow and whose filter it can express (kind
+// and metadata equality, pushed into its where clause). The driver adds
+// what chromem-go lacks: ties broken by id also at the K boundary (it
+// widens the chromem request until the boundary is strict), clamping K to
+// the collection size (chromem-go errors otherwise), and a lock around
+// chromem-go's Delete, which reads its document map before taking its own
+// lock. Every other query, i.e. those the index narrows, those filtered by
+// ids, creation time or validity, and every dot or Euclidean query
+// (chromem-go only knows cosine), is scored by the driver in one pass over
+// its candidates: chromem-go visits every document of the collection
+// whatever its where clause, and filtering after its search would need
+// repeated, widening passes (measured 2-7x slower, BenchmarkQueryTop10).
+// Listing without an indexed field keeps the page's records of a full scan
+// in a bounded heap, O(N log limit).
 package chromem
