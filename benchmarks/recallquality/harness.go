@@ -3,6 +3,8 @@ package recallquality
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,12 +14,13 @@ import (
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/semantic"
+	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/chromem"
 )
 
 // Ks are the cut-offs recall is reported at.
-var Ks = []int{5, 10}
+var Ks = []int{5, 10, 20}
 
 // Modes are the rankings compared.
 var Modes = []semantic.Mode{semantic.ModeDense, semantic.ModeLexical, semantic.ModeHybrid}
@@ -58,20 +61,87 @@ type Bench struct {
 // corpus into it through the semantic layer, one core.Session per
 // corpus session: user turns are appended, assistant turns recorded as
 // the model's answer, each at its corpus time, and every session is
-// completed. opts.ID and opts.Scope are kept; the rest of opts only
-// matters for how the records are written.
+// completed. opts.ID and opts.Scope are kept (an empty Scope is the
+// corpus's, see Corpus.Scope); the rest of opts only matters for how the
+// records are written.
 func Open(ctx context.Context, dir string, c *Corpus, emb embed.Embedder, opts semantic.Options) (*Bench, error) {
+	if opts.Scope == "" {
+		opts.Scope = c.Scope
+	}
 	col, err := chromem.OpenCollection(ctx, dir, "memories", &vectorstore.Options{Dimension: emb.Dimension()})
 	if err != nil {
 		return nil, fmt.Errorf("recallquality: open collection: %w", err)
 	}
 	clk := &clock{}
+	opts = patient(opts)
 	b := &Bench{Corpus: c, Store: &memory.Store{Records: col, Embedder: emb, Now: clk.Now}, Options: opts, col: col}
 	if err := b.record(ctx, clk); err != nil {
 		_ = col.Close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// OpenCached is Open on a folder kept between runs: when dir holds the
+// corpus recorded with the same embedder, layer id and scope (the
+// marker file names them), the records are reused and nothing is
+// embedded; otherwise dir is emptied and the corpus recorded. Records do
+// not depend on the ranking options, so exploring them (the command's
+// flags) need not re-embed a corpus each time.
+func OpenCached(ctx context.Context, dir string, c *Corpus, emb embed.Embedder, opts semantic.Options) (*Bench, error) {
+	if opts.Scope == "" {
+		opts.Scope = c.Scope
+	}
+	mark := fmt.Sprintf("corpus %s %s\nembedder %s\nlayer %q scope %q\n", c.Name, c.Digest, emb.Model(), opts.ID, opts.Scope)
+	markFile := filepath.Join(dir, "recorded")
+	if got, err := os.ReadFile(markFile); err == nil && string(got) == mark {
+		col, err := chromem.OpenCollection(ctx, dir, "memories", &vectorstore.Options{Dimension: emb.Dimension()})
+		if err != nil {
+			return nil, fmt.Errorf("recallquality: open collection: %w", err)
+		}
+		clk := &clock{t: lastTurn(c)}
+		return &Bench{Corpus: c, Store: &memory.Store{Records: col, Embedder: emb, Now: clk.Now}, Options: patient(opts), col: col}, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	b, err := Open(ctx, dir, c, emb, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(markFile, []byte(mark), 0o644); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// lastTurn is the time of the corpus's last turn: the clock Open leaves
+// behind, at which the questions are asked.
+func lastTurn(c *Corpus) time.Time {
+	var t time.Time
+	for _, s := range c.Sessions {
+		for _, tr := range s.Turns {
+			if tr.At.After(t) {
+				t = tr.At
+			}
+		}
+	}
+	return t
+}
+
+// thread is the thread sess is recorded on: the corpus's one thread, or
+// with core.ScopeResource a thread per session (a conversation spread
+// over threads of one resource, which is what resource scope recalls
+// across).
+func (b *Bench) thread(sess Session) string {
+	if b.Options.Scope == core.ScopeResource {
+		return b.Corpus.Name + "-" + sess.ID
+	}
+	return b.Corpus.Name
 }
 
 // Close closes the collection.
@@ -88,7 +158,7 @@ func (b *Bench) record(ctx context.Context, clk *clock) error {
 	}
 	for _, sess := range b.Corpus.Sessions {
 		clk.set(sess.Start)
-		s, err := rt.Start(ctx, core.RunOptions{RunID: b.Corpus.Name + "-" + sess.ID, ThreadID: b.Corpus.Name, ResourceID: Resource})
+		s, err := rt.Start(ctx, core.RunOptions{RunID: b.Corpus.Name + "-" + sess.ID, ThreadID: b.thread(sess), ResourceID: Resource})
 		if err != nil {
 			return err
 		}
@@ -118,6 +188,24 @@ func (b *Bench) record(ctx context.Context, clk *clock) error {
 	return nil
 }
 
+// hookTimeout bounds every hook of the harness's sessions. The runtime's
+// defaults are latency budgets for a live agent (an append within 2 s);
+// the harness measures what is ranked, on a shared machine and under the
+// race detector, and a hook cut by its deadline would fail the run.
+const hookTimeout = 5 * time.Minute
+
+// patient is opts with hookTimeout for the hooks opts leaves at the
+// runtime's default.
+func patient(opts semantic.Options) semantic.Options {
+	t := &opts.Timeouts
+	for _, d := range []*time.Duration{&t.Init, &t.Recall, &t.OnItemAppend, &t.Store, &t.OnComplete, &t.Dispose} {
+		if *d == 0 {
+			*d = hookTimeout
+		}
+	}
+	return opts
+}
+
 // Result is the recall of one configuration on one corpus.
 type Result struct {
 	Corpus   string
@@ -128,11 +216,19 @@ type Result struct {
 	Recall map[int]float64
 	// ByType[type][k] is the same per question type.
 	ByType map[string]map[int]float64
+	// Types are the corpus's question types in report order, and
+	// Restricted its Restricted (see Corpus).
+	Types      []string
+	Restricted bool
 	// Shown is the share of evidence in what the layer's recall hook
 	// renders when the question is the latest user message of a new run
-	// on the thread, with the layer's defaults (the 4 best messages, each
-	// with one neighbour before and after, no budget limit).
+	// on the thread, with the options Evaluate was given (by default the
+	// 4 best messages, each with one neighbour before and after), no
+	// budget limit.
 	Shown float64
+	// ShownTokens is the mean size of what the recall hook renders, in
+	// tokens.Estimate() tokens: the cost of Shown.
+	ShownTokens float64
 	// Questions is the per-question detail.
 	Questions []QuestionResult
 }
@@ -144,17 +240,21 @@ type QuestionResult struct {
 	Ranked []string
 	// Recall[k] as in Result.
 	Recall map[int]float64
-	// Shown as in Result; 0 when not measured.
-	Shown float64
+	// Shown and ShownTokens as in Result; 0 when not measured.
+	Shown, ShownTokens float64
 }
 
 // Evaluate asks every question of the corpus through a fresh session's
 // layer state (semantic.State.Search, the ranking recall uses) in mode,
 // with the layer options opts (their ID and scope must match those the
-// corpus was recorded with). With shown it also asks each question
-// through the recall hook (Result.Shown), which costs a session per
-// question.
+// corpus was recorded with; an empty Scope is the recorded one). With
+// shown it also asks each question through the recall hook
+// (Result.Shown), which costs a session per question.
 func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.Options, shown bool) (*Result, error) {
+	opts = patient(opts)
+	if opts.Scope == "" {
+		opts.Scope = b.Options.Scope
+	}
 	layer, err := semantic.New(b.Store, opts)
 	if err != nil {
 		return nil, err
@@ -193,7 +293,8 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 		return nil, err
 	}
 	res := &Result{Corpus: b.Corpus.Name, Embedder: b.Store.Embedder.Model(), Mode: mode,
-		Recall: map[int]float64{}, ByType: map[string]map[int]float64{}}
+		Recall: map[int]float64{}, ByType: map[string]map[int]float64{},
+		Types: b.Corpus.QuestionTypes(), Restricted: b.Corpus.Restricted}
 	count := map[string]int{}
 	for _, q := range b.Corpus.Questions {
 		hits, err := st.Search(ctx, q.Text, semantic.SearchOptions{K: kmax, Mode: mode})
@@ -224,12 +325,15 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 				}
 			}
 			qr.Shown = float64(found) / float64(len(q.Evidence))
+			qr.ShownTokens = float64(estimate.Count(rendered))
 			res.Shown += qr.Shown
+			res.ShownTokens += qr.ShownTokens
 		}
 		count[q.Type]++
 		res.Questions = append(res.Questions, qr)
 	}
 	res.Shown /= float64(len(b.Corpus.Questions))
+	res.ShownTokens /= float64(len(b.Corpus.Questions))
 	for _, k := range Ks {
 		res.Recall[k] /= float64(len(b.Corpus.Questions))
 		for t, n := range count {
@@ -272,6 +376,9 @@ func (b *Bench) recall(ctx context.Context, rt *core.Runtime, layerID string, q 
 	return out.String(), nil
 }
 
+// estimate counts the rendered recall: the layer's default tokenizer.
+var estimate = tokens.Estimate()
+
 // recallAt is the share of evidence among the first k of ranked.
 func recallAt(ranked, evidence []string, k int) float64 {
 	if len(evidence) == 0 {
@@ -288,15 +395,24 @@ func recallAt(ranked, evidence []string, k int) float64 {
 }
 
 // Pool merges results of the same embedder and mode on several corpora
-// into one, every question weighing the same.
+// into one, every question weighing the same. Pool corpora of the same
+// question types: the pooled per-type figures mix the types' meanings
+// otherwise.
 func Pool(name string, rs []*Result) *Result {
 	if len(rs) == 0 {
 		return nil
 	}
-	out := &Result{Corpus: name, Embedder: rs[0].Embedder, Mode: rs[0].Mode, Recall: map[int]float64{}, ByType: map[string]map[int]float64{}}
+	out := &Result{Corpus: name, Embedder: rs[0].Embedder, Mode: rs[0].Mode, Recall: map[int]float64{}, ByType: map[string]map[int]float64{},
+		Types: rs[0].Types}
 	count := map[string]int{}
 	for _, r := range rs {
 		out.Questions = append(out.Questions, r.Questions...)
+		out.Restricted = out.Restricted || r.Restricted
+		for _, t := range r.Types {
+			if !slices.Contains(out.Types, t) {
+				out.Types = append(slices.Clip(out.Types), t)
+			}
+		}
 	}
 	for _, q := range out.Questions {
 		for _, k := range Ks {
@@ -307,10 +423,12 @@ func Pool(name string, rs []*Result) *Result {
 			out.ByType[q.Question.Type][k] += q.Recall[k]
 		}
 		out.Shown += q.Shown
+		out.ShownTokens += q.ShownTokens
 		count[q.Question.Type]++
 	}
 	n := float64(max(len(out.Questions), 1))
 	out.Shown /= n
+	out.ShownTokens /= n
 	for _, k := range Ks {
 		out.Recall[k] /= n
 		for t, c := range count {

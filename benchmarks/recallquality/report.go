@@ -2,6 +2,7 @@ package recallquality
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,7 +26,8 @@ type Report struct {
 	// Sections follow the semantic-recall part.
 	Sections []Section
 	// Misses lists, per corpus, the questions the default configuration
-	// missed at 10, when set.
+	// missed at 10, when set. The questions of a Restricted corpus are
+	// named by number, never quoted.
 	Misses []*Result
 }
 
@@ -38,32 +40,51 @@ func (r *Report) Markdown() string {
 	b.WriteString("Recall@k is the share of a question's evidence turns found among the first k messages the layer ranks, averaged over the questions. ")
 	b.WriteString("Each corpus is recorded through the real layer (one core.Session per conversation session, every turn at its corpus time) into the embedded chromem store; ")
 	b.WriteString("the questions are asked through a fresh session's layer state, with the same ranking code recall uses. ")
-	b.WriteString("shown@4±1 is the share of evidence in what the recall hook actually renders when the question is the latest user message of a new run on the thread, with the layer's defaults (the 4 best messages, each with one neighbour before and after). Per-type columns are R@10.\n\n")
-	b.WriteString("| corpus | turns | questions | digest |\n|---|---:|---:|---|\n")
+	b.WriteString("shown is the share of evidence in what the recall hook actually renders when the question is the latest user message of a new run, with the layer's defaults (the 4 best messages, each with one neighbour before and after); tokens is the mean size of that rendering (tokens.Estimate).\n\n")
+	b.WriteString("| corpus | turns | sessions | questions | digest |\n|---|---:|---:|---:|---|\n")
 	for _, c := range r.Corpora {
-		fmt.Fprintf(&b, "| %s | %d | %d | `%s` |\n", c.Name, c.Turns(), len(c.Questions), c.Digest)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | `%s` |\n", c.Name, c.Turns(), len(c.Sessions), len(c.Questions), c.Digest)
 	}
-	b.WriteString("\n| corpus | embedder | mode | R@5 | R@10 | shown@4±1 |")
-	for _, t := range Types {
-		fmt.Fprintf(&b, " %s R@10 |", t)
-	}
-	b.WriteString("\n|---|---|---|---:|---:|---:|")
-	for range Types {
-		b.WriteString("---:|")
+	b.WriteString("\n| corpus | embedder | mode | R@5 | R@10 | R@20 | shown | tokens |\n|---|---|---|---:|---:|---:|---:|---:|\n")
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %.3f | %s | %s |\n", res.Corpus, res.Embedder, res.Mode,
+			res.Recall[5], res.Recall[10], res.Recall[20], orDash(res.Shown, "%.3f"), orDash(res.ShownTokens, "%.0f"))
 	}
 	b.WriteString("\n")
+	// One table per set of question types (the hand-written corpora's,
+	// LoCoMo's categories), each cell R@5 / R@10 / R@20.
+	var sets [][]string
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %.3f |", res.Corpus, res.Embedder, res.Mode, res.Recall[5], res.Recall[10], res.Shown)
-		for _, t := range Types {
-			if v, ok := res.ByType[t]; ok {
-				fmt.Fprintf(&b, " %.3f |", v[10])
-			} else {
-				b.WriteString(" – |")
+		if !slices.ContainsFunc(sets, func(s []string) bool { return slices.Equal(s, res.Types) }) {
+			sets = append(sets, res.Types)
+		}
+	}
+	for _, types := range sets {
+		b.WriteString("Per question type, R@5 / R@10 / R@20 (questions):\n\n| corpus | embedder | mode |")
+		for _, t := range types {
+			fmt.Fprintf(&b, " %s |", t)
+		}
+		b.WriteString("\n|---|---|---|")
+		for range types {
+			b.WriteString("---:|")
+		}
+		b.WriteString("\n")
+		for _, res := range r.Results {
+			if !slices.Equal(res.Types, types) {
+				continue
 			}
+			fmt.Fprintf(&b, "| %s | %s | %s |", res.Corpus, res.Embedder, res.Mode)
+			for _, t := range types {
+				if v, ok := res.ByType[t]; ok {
+					fmt.Fprintf(&b, " %.3f / %.3f / %.3f (%d) |", v[5], v[10], v[20], res.count(t))
+				} else {
+					b.WriteString(" – |")
+				}
+			}
+			b.WriteString("\n")
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n")
 	for _, n := range r.Notes {
 		b.WriteString(n)
 		b.WriteString("\n\n")
@@ -76,7 +97,11 @@ func (r *Report) Markdown() string {
 				continue
 			}
 			n++
-			fmt.Fprintf(&b, "- (%s) %s — evidence %s, found %.0f%%\n", q.Question.Type, q.Question.Text,
+			text := q.Question.Text
+			if res.Restricted {
+				text = fmt.Sprintf("question %d", q.Question.N)
+			}
+			fmt.Fprintf(&b, "- (%s) %s — evidence %s, found %.0f%%\n", q.Question.Type, text,
 				strings.Join(q.Question.Evidence, " "), 100*q.Recall[10])
 		}
 		if n == 0 {
@@ -88,4 +113,23 @@ func (r *Report) Markdown() string {
 		b.WriteString("## " + s.Title + "\n\n" + strings.TrimSpace(s.Body) + "\n\n")
 	}
 	return b.String()
+}
+
+// orDash formats v, or "–" when it was not measured (0).
+func orDash(v float64, format string) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// count is the number of questions of type t.
+func (r *Result) count(t string) int {
+	n := 0
+	for _, q := range r.Questions {
+		if q.Question.Type == t {
+			n++
+		}
+	}
+	return n
 }

@@ -26,11 +26,12 @@ type Hit struct {
 	ItemID    string
 	CreatedAt time.Time
 	// Score is the ranking score, higher is better: the fused score in
-	// hybrid mode (with Ranking.SpeakerPrior added for the speaker the
-	// question is about), BM25 in lexical mode, the (context-smoothed) cosine
-	// similarity in dense mode. Lexical is BM25 over the query's ideal
-	// score and Dense the similarity's z-score over 3 (see Ranking) in
-	// hybrid mode; 0 for a side that did not rank the message.
+	// hybrid mode (with Ranking.SpeakerPrior and DatePrior added for the
+	// speaker and the period the question is about), BM25 in lexical
+	// mode, the (context-smoothed) cosine similarity in dense mode.
+	// Lexical is BM25 over the query's ideal score and Dense the
+	// similarity's z-score over 3, floored at 0 (see Ranking), in hybrid
+	// mode; 0 for a side that did not rank the message.
 	Score, Dense, Lexical float64
 }
 
@@ -151,7 +152,11 @@ func (m *mirror) search(ctx context.Context, query string, k int, mode Mode, exc
 		c.lex = lexAll[c.e.id]
 		list = append(list, c)
 	}
-	l.fuse(list, mode, ideal, C, questionSpeaker(query))
+	var subj subject
+	if mode == ModeHybrid && l.o.Ranking.Fusion == FusionScore {
+		subj = m.subject(query)
+	}
+	l.fuse(list, mode, ideal, C, subj)
 	slices.SortFunc(list, func(a, b *cand) int {
 		switch {
 		case a.score > b.score:
