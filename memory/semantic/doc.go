@@ -75,8 +75,9 @@
 // collection at init (List by layer and thread or resource) and updated
 // on every write the layer makes, so it always covers what is stored and
 // nothing of another scope. Where the quality comes from, measured on the
-// retrieval benchmark (benchmarks/recallquality, defaults chosen on its
-// two development corpora):
+// retrieval benchmark (benchmarks/recallquality: five hand-written corpora
+// and real long-term conversations in the LoCoMo format; the defaults were
+// chosen on all of them together, never on one):
 //
 //   - context on both sides, because in a conversation the answer ("day
 //     three, I named him Gerald") often lacks the words of its topic,
@@ -84,27 +85,26 @@
 //     its neighbours' words at a lower weight (Ranking.ContextWeight);
 //     its vector score is the mean of its message's and its context
 //     record's similarity, mixed with its best neighbour's
-//     (Ranking.DenseContext). Embedding the message with its neighbours
-//     as its only vector was tried and is worse: a short message drowns;
+//     (Ranking.DenseContext);
 //   - query handling: English stopwords and the words of questions about
 //     the conversation itself ("remember", "told", "mention") are dropped;
 //     words are reduced to Snowball stems, and irregular past forms to
-//     their base ("bought" → "buy"), since questions ask "when did I buy"
-//     about "I bought";
+//     their base ("bought" → "buy");
 //   - score fusion on calibrated scales (see Ranking) rather than rank
-//     fusion, which was clearly worse on both development corpora;
-//   - the speaker the question is about: a small bonus
-//     (Ranking.SpeakerPrior) for the user's own messages, or for the
-//     assistant's when the question asks what the assistant said ("what
-//     did you suggest", "your advice"). Facts about a user's life are
-//     stated by the user (97% of the labelled evidence of the two
-//     development corpora, and still 94% in the held-out corpora whose
-//     authors were told to label whichever speaker states a fact); the
-//     assistant's replies echo
-//     their words and would otherwise take half the places. The bonus is
-//     kept small because a large one lifts the user's filler replies
-//     ("good to know") next to the evidence and hides the evidence itself
-//     from what recall renders.
+//     fusion, which was clearly worse; the vector side counts only above
+//     the crowd (its z-score is floored at 0): below the mean the offline
+//     model's similarities are noise that pushed exact word matches down
+//     on real conversations, and its weight is 0.3 (Ranking.DenseWeight);
+//   - the speaker the question is about (Ranking.SpeakerPrior): a question
+//     that names a speaker of the conversation (a "Name:" label, or a
+//     short form of it) favours that speaker's messages, whichever role
+//     recorded them; in a conversation between the user and the
+//     assistant, the user's own messages, or the assistant's when the
+//     question asks what the assistant said ("what did you suggest"); a
+//     question naming nobody in a conversation between named people
+//     favours nobody;
+//   - dates (Ranking.DatePrior): a question naming a day, month or year
+//     favours the messages written then.
 //
 // # Recall
 //
