@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall bench-quality vet fmt
+.PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall bench-quality bench-scale vet fmt
 
 ## demo: run the example agent offline on the embedded default
 demo: model
@@ -42,6 +42,11 @@ bench-recall: model
 ## bench-quality: retrieval quality of semantic recall and the temporal ledger
 bench-quality: model
 	$(GO) run ./benchmarks/cmd/recallquality -out benchmarks/results/recall-quality.md
+
+## bench-scale: semantic memory cost with history size, embedded and pgvector
+## (benchmarks/results/scale.*; needs root for the engine; see benchmarks/README.md)
+bench-scale: model
+	bash scripts/pg.sh with $(GO) run ./benchmarks/cmd/scalebench -out benchmarks/results
 
 vet:
 	$(GO) vet ./...
