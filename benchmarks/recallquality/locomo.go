@@ -32,9 +32,10 @@ import (
 // conversations (one <name>.json per conversation, the locomo-dev format).
 const LoCoMoEnv = "STRATA_LOCOMO"
 
-// locomoDefault is where the shared data lives, relative to the module
-// root: next to the working tree.
-const locomoDefault = "../shared/data/locomo-dev"
+// locomoDefault is where the team's evaluation data lives, relative to
+// the module root: a shared folder beside the working tree (data/locomo-dev
+// in it). It is read there, never copied into the repository.
+var locomoDefault = filepath.Join("..", "shared", "data", "locomo-dev")
 
 // LoCoMo question categories, in report order. Category 5 (adversarial,
 // unanswerable) has no evidence and is left out of retrieval recall.
@@ -54,8 +55,8 @@ var locomoCategory = map[int]string{1: CatMultiHop, 2: CatTemporal, 3: CatOpenDo
 const LoCoMoLayout = "3:04 pm on 2 January, 2006"
 
 // LoCoMoDir is the folder of the LoCoMo conversations: $STRATA_LOCOMO
-// when set, else ../shared/data/locomo-dev next to the module root when it
-// exists; "" when there is none (callers skip the real-data measurement).
+// when set, else the shared evaluation folder beside the module root
+// (locomoDefault) when it exists; "" when there is none (callers skip the real-data measurement).
 func LoCoMoDir() string {
 	if d := os.Getenv(LoCoMoEnv); d != "" {
 		return d

@@ -9,8 +9,8 @@
 //
 // It needs the default offline model (make model). The LoCoMo
 // conversations (Maharana et al., ACL 2024) are read from -locomo, by
-// default $STRATA_LOCOMO or ../shared/data/locomo-dev next to the
-// repository; they are never copied into it, and the report names their
+// default $STRATA_LOCOMO or the shared evaluation folder beside the
+// repository (shared/data/locomo-dev); they are never copied into it, and the report names their
 // questions by number only. The ranking and rendering flags exist to
 // explore (with -cache, a corpus is embedded once and reused); the
 // committed report uses the layer's defaults.
@@ -40,7 +40,7 @@ import (
 
 func main() {
 	corpora := flag.String("corpus", strings.Join(recallquality.Corpora, ","), "hand-written corpora to measure, comma-separated; none for none")
-	locomo := flag.String("locomo", recallquality.LoCoMoDir(), "folder of LoCoMo conversations (<name>.json) to measure; none to skip (default $"+recallquality.LoCoMoEnv+", else ../shared/data/locomo-dev when present)")
+	locomo := flag.String("locomo", recallquality.LoCoMoDir(), "folder of LoCoMo conversations (<name>.json) to measure; none to skip (default $"+recallquality.LoCoMoEnv+", else shared/data/locomo-dev beside the repository when present)")
 	embedders := flag.String("embedders", "uselite,hashing", "embedders: uselite (the default offline model) and/or hashing; LoCoMo is measured with uselite only")
 	out := flag.String("out", "benchmarks/results/recall-quality.md", "report file; - for stdout")
 	misses := flag.Bool("misses", false, "list the questions the hybrid default model ranking misses (LoCoMo's by number)")
