@@ -1,10 +1,8 @@
 package recallbench
 
 import (
-	"bufio"
-	"os"
+	"github.com/stratamem/strata/benchmarks/internal/procinfo"
 	"runtime"
-	"strings"
 )
 
 // Machine describes where a run happened.
@@ -22,38 +20,10 @@ type Machine struct {
 
 func readMachine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OSArch: runtime.GOOS + "/" + runtime.GOARCH}
-	m.CPUModel = procField("/proc/cpuinfo", "model name")
-	m.MemTotal = procField("/proc/meminfo", "MemTotal")
+	m.CPUModel = procinfo.Field("/proc/cpuinfo", "model name")
+	m.MemTotal = procinfo.Field("/proc/meminfo", "MemTotal")
 	m.LoadStart = readLoad()
 	return m
 }
 
-// procField returns the value of the first "key: value" line of a /proc
-// file, "" when the file or the key is missing (not Linux).
-func procField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-func readLoad() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
+func readLoad() string { return procinfo.Load() }

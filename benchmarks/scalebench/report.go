@@ -1,11 +1,10 @@
 package scalebench
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/stratamem/strata/benchmarks/internal/procinfo"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,38 +38,12 @@ type Machine struct {
 
 // ReadMachine describes this machine now (LoadEnd is left empty).
 func ReadMachine() Machine {
-	return Machine{CPUs: runtime.NumCPU(), CPUModel: procField("/proc/cpuinfo", "model name"),
-		MemTotal: procField("/proc/meminfo", "MemTotal"), GoVersion: runtime.Version(), LoadStart: ReadLoad()}
+	return Machine{CPUs: runtime.NumCPU(), CPUModel: procinfo.Field("/proc/cpuinfo", "model name"),
+		MemTotal: procinfo.Field("/proc/meminfo", "MemTotal"), GoVersion: runtime.Version(), LoadStart: ReadLoad()}
 }
 
 // ReadLoad is /proc/loadavg's 1, 5 and 15 minute averages.
-func ReadLoad() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func procField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
+func ReadLoad() string { return procinfo.Load() }
 
 // Report is a whole run.
 type Report struct {
