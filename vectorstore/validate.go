@@ -21,6 +21,10 @@ const (
 	MaxMetadataValue    = 8 << 10
 	MaxTextBytes        = 1 << 20
 	MaxDimension        = 65536
+	// MaxTerms bounds the terms of a record's lexical document and of a
+	// term query; MaxTermBytes the length of one term.
+	MaxTerms     = 4096
+	MaxTermBytes = 128
 )
 
 // MaxSquaredNorm bounds the squared L2 norm of a vector in a dot or
@@ -187,7 +191,30 @@ func (c *Collection) prepareRecord(op string, r *Record, now time.Time) (Record,
 		return Record{}, err
 	}
 	out.Vector = v
+	if len(r.Terms) > 0 {
+		if len(r.Terms) > MaxTerms {
+			return Record{}, &Error{Code: CodeInvalidRecord, Op: op, ID: id, Field: "terms", Msg: "more than " + strconv.Itoa(MaxTerms) + " terms"}
+		}
+		out.Terms = make(driver.Terms, len(r.Terms))
+		for t, w := range r.Terms {
+			if err := checkTerm(op, id, "terms", t, CodeInvalidRecord); err != nil {
+				return Record{}, err
+			}
+			if !(w > 0) || math.IsInf(float64(w), 0) {
+				return Record{}, &Error{Code: CodeInvalidRecord, Op: op, ID: id, Field: "terms." + t, Msg: "weight must be finite and > 0, got " + strconv.FormatFloat(float64(w), 'g', -1, 32)}
+			}
+			out.Terms[t] = w
+		}
+	}
 	return out, nil
+}
+
+// checkTerm validates one term of a document or a query.
+func checkTerm(op, id, field, t string, code driver.Code) error {
+	if t == "" {
+		return &Error{Code: code, Op: op, ID: id, Field: field, Msg: "empty term"}
+	}
+	return checkString(op, id, field+"."+quote(t), t, MaxTermBytes, code)
 }
 
 func quote(s string) string {

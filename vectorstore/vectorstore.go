@@ -390,8 +390,10 @@ func (c *Collection) Query(ctx context.Context, vector []float32, opts QueryOpti
 	if len(ms) > opts.K {
 		ms = ms[:opts.K]
 	}
-	if !opts.WithVectors {
-		for i := range ms {
+	for i := range ms {
+		// Matches carry no lexical document (see Record.Terms).
+		ms[i].Record.Terms = nil
+		if !opts.WithVectors {
 			ms[i].Record.Vector = nil
 		}
 	}

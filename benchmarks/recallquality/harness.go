@@ -272,8 +272,8 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 	if !ok {
 		return nil, fmt.Errorf("recallquality: no state for layer %q", layer.ID())
 	}
-	if st.Len() != b.Corpus.Turns() {
-		return nil, fmt.Errorf("recallquality: layer holds %d messages, corpus has %d turns", st.Len(), b.Corpus.Turns())
+	if n, err := st.Len(ctx); err != nil || n != b.Corpus.Turns() {
+		return nil, fmt.Errorf("recallquality: layer holds %d messages (%v), corpus has %d turns", n, err, b.Corpus.Turns())
 	}
 	kmax := slices.Max(Ks)
 	texts := map[string]string{} // turn id -> text

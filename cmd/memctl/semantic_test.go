@@ -147,8 +147,9 @@ func TestSemanticMessageQuotes(t *testing.T) {
 		t.Fatalf("the deleted message's text survives a filter rm in %d record(s): %s %q", len(left), left[0].ID, left[0].Text)
 	}
 
-	// The layer's next run on the thread writes the missing contexts
-	// again, from the messages that are left.
+	// memctl rebuilt the thread's lexical documents and contexts from the
+	// messages that are left; the layer's next run on the thread adds to
+	// them.
 	semanticSession(t, store)
 	kinds, left := semanticRecords(t, e, store, "4711", "colour is teal", "many thanks")
 	if len(left) > 0 || kinds["message"] != 6 || kinds["context"] != 6 {

@@ -42,8 +42,8 @@ func TestDeletedFromOutsideNotResurrected(t *testing.T) {
 	talk(t, a, clk, append(append([]string{}, trip...),
 		"Please remember my bank PIN.", "Your PIN 4711 is noted.", "Thanks!", "You're welcome.")...)
 	b := start(t, rt, "t1", "u1") // a second session that loaded the secret too
-	if state(t, b, "semantic").Len() != len(trip)+4 {
-		t.Fatalf("second session loaded %d messages, want %d", state(t, b, "semantic").Len(), len(trip)+4)
+	if length(t, state(t, b, "semantic")) != len(trip)+4 {
+		t.Fatalf("second session loaded %d messages, want %d", length(t, state(t, b, "semantic")), len(trip)+4)
 	}
 
 	// From outside: the message and every context quoting it, as memctl
@@ -138,7 +138,7 @@ func TestThreadDeletedWhileRunning(t *testing.T) {
 		}
 		t.Fatalf("after Complete the store holds %q, want only the message appended after the deletion, embedded", texts)
 	}
-	if st := state(t, s, "semantic"); st.Len() != 1 {
-		t.Fatalf("the session's mirror holds %d messages, want 1", st.Len())
+	if st := state(t, s, "semantic"); length(t, st) != 1 {
+		t.Fatalf("the session's mirror holds %d messages, want 1", length(t, st))
 	}
 }

@@ -13,71 +13,79 @@
 //
 // Each message is one vectorstore.Record of Kind "message": Layer the
 // layer id, Scope the run's thread and resource, Text the message,
-// CreatedAt the store clock's time, Vector the embedding of Text, and
-// metadata role, seq (orders the thread's messages within one
-// microsecond), run, item_id (the item's own id, when it had one) and
-// embedding (see below). Record ids are deterministic: from the item id
-// when the item has one, so a host that appends the same message again
-// writes the same record, else from the run, the log position, the role
-// and the text. Messages of child runs are not recorded (what a child
-// learned reaches the parent through its result). Text is cleaned for
-// storage (valid UTF-8, no NUL) and cut at 64 KiB.
+// CreatedAt the store clock's time, Vector the embedding of Text, Terms
+// its lexical document (below), and metadata role, seq (the message's
+// place in its thread, which orders the messages written in the same
+// microsecond), prev and next (the ids of the thread's messages before
+// and after it; next is set once the message's context is complete), run,
+// item_id (the item's own id, when it had one) and embedding (see below).
+// Record ids are deterministic: from the item id when the item has one,
+// so a host that appends the same message again writes to the same record
+// (which keeps its place and vector), else from the run, the log
+// position, the role and the text. Messages of child runs are not
+// recorded (what a child learned reaches the parent through its result).
+// Text is cleaned for storage (valid UTF-8, no NUL) and cut at 64 KiB.
 //
 // Each message also gets a derived record of Kind "context" (id: the
 // message's id + "/context", metadata message: the message's id): its
 // Text is the message between the messages just before and after it,
 // each cut at 300 characters, and its Vector the embedding of that text.
-// It is rewritten when a neighbour arrives, and written once the message
-// after it exists (or at the end of the run), since the latest message is
-// in the visible window anyway. Every record's vector is the embedding of
-// its own Text, so records can be exported and re-embedded like any
-// other; the layer re-embeds by itself when the embedder's Model()
-// changes.
+// It is written with the message's vector, once the messages after it
+// exist (or at the end of the run).
+//
+// # Cost bounded by the turn, not by the history
+//
+// A session holds no copy of its scope. Both rankings run in the
+// collection: BM25 over the messages' Terms (Collection.SearchTerms: an
+// inverted index in the embedded store, SQL over a postings table on
+// PostgreSQL) and the vector query, both filtered by the scope. A
+// session's start reads the thread's two latest messages (the context of
+// the next one), a Record writes the new messages and, once per
+// EmbedBatch messages, their vectors, and a search reads its candidates.
+// None of it grows with the number of messages the user has (see
+// benchmarks/results/scale.md). Stores written by versions that kept a
+// BM25 index in memory are upgraded at the first session of each scope
+// (the messages get their Terms and links; vectors are kept).
 //
 // # Durability and batching
 //
 // A message must never be lost once Append or Record has returned, and
-// the model call that embeds it should be batched and kept off the turn's
-// critical path. The two are reconciled with a write-ahead state in the
-// collection itself: onItemAppend upserts the message record at once,
-// with a placeholder vector and metadata embedding=pending (the
-// collection's write is durable when Upsert returns; no model runs). The
-// vectors are computed in batches at the next of: the store hook at the
-// end of Record, after the model has answered (the assistant message, the
-// user message before it and the context that became complete, in one
-// call); the next recall, in the same embedding call as the query; and
-// onComplete, which embeds everything left. Each pass replaces pending
-// records by embedded ones (embedding=<model id>). A process that stops
-// in between loses nothing: the next session loads the pending records,
-// finds them lexically at once and embeds them at its first recall.
-// Vector search only considers records whose embedding metadata is the
-// current embedder's Model(), so placeholders never match, and records of
-// another model are re-embedded the same way after the embedder changes.
-// A text the embedder rejects (nothing it can tokenise) stays lexical-only.
+// the model call that embeds it is batched and kept off the turn: the
+// collection itself holds the pending state. onItemAppend creates the
+// message record at once with a placeholder vector, metadata
+// embedding=pending and a lexical document of the message and the two
+// before it, so it is findable by words the moment Append returns. The
+// vectors are computed in batches: at the end of Record, once EmbedBatch
+// of the session's messages have a complete context (the two messages
+// after them exist), in one model call; at onComplete for everything
+// left; and by State.Flush. Each pass rewrites the messages with their
+// vector, their final lexical document (the two messages after them
+// included) and next link, and writes their context records. A process
+// that stops in between loses nothing: the records wait, pending, and the
+// next session of the scope to complete embeds them. Vector search only
+// considers records whose embedding metadata is the current embedder's
+// Model(), so placeholders never match; messages embedded by another
+// model are ranked by words only until State.Reembed (or memctl's re-embedding) gives them a vector from the current model. A text the
+// embedder rejects (nothing it can tokenise) stays lexical-only
+// (embedding=rejected:<model>).
 //
 // A message deleted from the collection by someone else while a session
 // runs (memctl rm, a host erasing a user) is not written back: before
-// storing vectors, a pass looks its messages up by id, and those gone
-// leave the session's mirror and lexical index, with their context
-// record (until a pass looks a message up, a session that loaded it can
-// still recall it from its mirror). A context whose record is missing,
-// or whose text is no longer the message between its current
-// neighbours, is written again by the next pass of a session that loads
-// the thread afterwards (or that found the message gone), so deleting a
-// message's neighbours' contexts (which quote it) is safe.
+// storing vectors a pass looks its messages up by id and drops those that
+// are gone. Nothing else of a session remembers a message: a deleted one
+// is never ranked again. A message's neighbours hold its words in their
+// lexical documents; a tool that deletes or edits messages calls Reindex
+// for their threads (memctl does).
 //
 // # Ranking
 //
-// Hybrid by default: a BM25 index over the same messages (package
-// memory/lexical), fused with vector similarity; ModeDense and
-// ModeLexical rank by one side only. The BM25 index lives in the
-// session's in-memory mirror of its scope's records: rebuilt from the
-// collection at init (List by layer and thread or resource) and updated
-// on every write the layer makes, so it always covers what is stored and
-// nothing of another scope. Where the quality comes from, measured on the
-// retrieval benchmark (benchmarks/recallquality: five hand-written corpora
-// and real long-term conversations in the LoCoMo format; the defaults were
-// chosen on all of them together, never on one):
+// Hybrid by default: BM25 over the messages' lexical documents (analysed
+// with package memory/lexical), fused with vector similarity; ModeDense
+// and ModeLexical rank by one side only. Where the quality comes from,
+// measured on the retrieval benchmark (benchmarks/recallquality: five
+// hand-written corpora and real long-term conversations in the LoCoMo
+// format; the defaults were chosen on all of them together, never on
+// one):
 //
 //   - context on both sides, because in a conversation the answer ("day
 //     three, I named him Gerald") often lacks the words of its topic,
@@ -97,12 +105,12 @@
 //     on real conversations, and its weight is 0.3 (Ranking.DenseWeight);
 //   - the speaker the question is about (Ranking.SpeakerPrior): a question
 //     that names a speaker of the conversation (a "Name:" label, or a
-//     short form of it) favours that speaker's messages, whichever role
-//     recorded them; in a conversation between the user and the
-//     assistant, the user's own messages, or the assistant's when the
-//     question asks what the assistant said ("what did you suggest"); a
-//     question naming nobody in a conversation between named people
-//     favours nobody;
+//     short form of it, among the candidates' speakers) favours that
+//     speaker's messages, whichever role recorded them; in a conversation
+//     between the user and the assistant, the user's own messages, or the
+//     assistant's when the question asks what the assistant said ("what
+//     did you suggest"); a question naming nobody in a conversation
+//     between named people favours nobody;
 //   - dates (Ranking.DatePrior): a question naming a day, month or year
 //     favours the messages written then.
 //

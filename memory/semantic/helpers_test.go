@@ -158,3 +158,23 @@ var errEmbedDown = &embedDown{}
 type embedDown struct{}
 
 func (*embedDown) Error() string { return "embedding service unavailable" }
+
+// length is st.Len, failing the test on an error.
+func length(t *testing.T, st semantic.State) int {
+	t.Helper()
+	n, err := st.Len(context.Background())
+	if err != nil {
+		t.Fatalf("Len: %v", err)
+	}
+	return n
+}
+
+// pending is st.Pending, failing the test on an error.
+func pending(t *testing.T, st semantic.State) int {
+	t.Helper()
+	n, err := st.Pending(context.Background())
+	if err != nil {
+		t.Fatalf("Pending: %v", err)
+	}
+	return n
+}

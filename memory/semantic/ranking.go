@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/stratamem/strata/core"
-	"github.com/stratamem/strata/memory/lexical"
+	"github.com/stratamem/strata/vectorstore"
 )
 
 // Fusion is how the hybrid mode combines the two rankings.
@@ -178,21 +178,66 @@ func weight(id, field string, v, def float64) (float64, error) {
 	return v, nil
 }
 
-// lexFields is the lexical document of t[i]: the message, the adjacent
-// messages at ContextWeight and those two away at half of it (the
-// thread's latest message excepted, see isContext).
-func (l *Layer) lexFields(t []*entry, i int) []lexical.Field {
-	fs := []lexical.Field{{Text: t[i].text, Weight: 1}}
+// document is the lexical document of t[i]: the message's terms at
+// weight 1, the adjacent messages' at ContextWeight and those two away
+// at half of it (the thread's latest message excepted, see isContext).
+// Its terms are capped to what a store indexes: at most
+// vectorstore.MaxTerms (the heaviest kept), each at most
+// vectorstore.MaxTermBytes long.
+func (l *Layer) document(t []*entry, i int) vectorstore.Terms {
+	doc := map[string]float64{}
+	add := func(e *entry, w float64) {
+		for term, n := range l.bag(e) {
+			doc[term] += n * w
+		}
+	}
+	add(t[i], 1)
 	w := l.o.Ranking.ContextWeight
-	for d := 1; d <= 2 && w > 0; d++ {
+	for d := 1; d <= contextSpan && w > 0; d++ {
 		for _, j := range [2]int{i - d, i + d} {
 			if isContext(t, j) {
-				fs = append(fs, lexical.Field{Text: t[j].text, Weight: w})
+				add(t[j], w)
 			}
 		}
 		w /= 2
 	}
-	return fs
+	return capTerms(doc)
+}
+
+// bag is e's analysed text, computed once per entry.
+func (l *Layer) bag(e *entry) map[string]float64 {
+	if e.bag == nil {
+		e.bag = l.an.Query(e.text)
+	}
+	return e.bag
+}
+
+// capTerms drops the terms a store does not index (too long) and keeps
+// the vectorstore.MaxTerms heaviest (ties by term), as float32 weights.
+func capTerms(m map[string]float64) vectorstore.Terms {
+	keys := make([]string, 0, len(m))
+	for t := range m {
+		if len(t) <= vectorstore.MaxTermBytes && m[t] > 0 {
+			keys = append(keys, t)
+		}
+	}
+	if len(keys) > vectorstore.MaxTerms {
+		slices.SortFunc(keys, func(a, b string) int {
+			switch {
+			case m[a] > m[b]:
+				return -1
+			case m[a] < m[b]:
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		keys = keys[:vectorstore.MaxTerms]
+	}
+	out := make(vectorstore.Terms, len(keys))
+	for _, t := range keys {
+		out[t] = float32(m[t])
+	}
+	return out
 }
 
 // fuse sets every candidate's score for mode. ideal is the BM25 score of
@@ -360,16 +405,18 @@ func (s subject) during(t time.Time) bool {
 	return false
 }
 
-// subject reads query: the person it names among the scope's speakers,
-// else (in a conversation without speaker labels) the role it is about;
-// and the periods it names.
-func (m *mirror) subject(query string) subject {
+// subject reads query: the person it names among the speakers of es (the
+// candidates of the ranking and the thread's latest messages: the priors
+// only ever move candidates, so their speakers and dates are the ones
+// that matter), else (in a conversation without speaker labels) the role
+// it is about; and the periods it names.
+func (l *Layer) subject(query string, es []*entry) subject {
 	var s subject
-	rk := &m.l.o.Ranking
+	rk := &l.o.Ranking
 	if rk.SpeakerPrior <= 0 && rk.DatePrior <= 0 {
 		return s
 	}
-	sc := m.scan()
+	sc := scan(es)
 	switch named := namedSpeakers(query, sc.labels); {
 	case len(named) == 1:
 		s.speaker = named[0]
@@ -383,7 +430,7 @@ func (m *mirror) subject(query string) subject {
 		s.role = questionSpeaker(query)
 	}
 	if rk.DatePrior > 0 {
-		s.periods = questionPeriods(query, m.l.o.Location, m.years)
+		s.periods = questionPeriods(query, l.o.Location, func() [2]int { return years(es, l.o.Location) })
 	}
 	return s
 }
@@ -401,19 +448,16 @@ type scopeScan struct {
 	labelled, n int
 }
 
-// scan reads the scope's messages for subject: one pass, a few
-// comparisons per message.
-func (m *mirror) scan() scopeScan {
+// scan reads es for subject: one pass, a few comparisons per message.
+func scan(es []*entry) scopeScan {
 	all := map[string]int{}
 	sc := scopeScan{labels: map[string]int{}}
-	m.mu.RLock()
-	sc.n = len(m.byID)
-	for _, e := range m.byID {
+	sc.n = len(es)
+	for _, e := range es {
 		if l := speakerLabel(e.text); l != "" {
 			all[l]++
 		}
 	}
-	m.mu.RUnlock()
 	for l, c := range all {
 		if c >= minSpeakerMessages {
 			sc.labels[l] = c
@@ -550,14 +594,11 @@ var (
 	inYear       = regexp.MustCompile(`\b(?i:in|during|of)\s+(\d{4})\b`)
 )
 
-// years are the first and last year of the scope's messages, in the
-// layer's location.
-func (m *mirror) years() [2]int {
+// years are the first and last year of es, in loc.
+func years(es []*entry, loc *time.Location) [2]int {
 	ys := [2]int{math.MaxInt, math.MinInt}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for _, e := range m.byID {
-		y := e.created.In(m.l.o.Location).Year()
+	for _, e := range es {
+		y := e.created.In(loc).Year()
 		ys[0], ys[1] = min(ys[0], y), max(ys[1], y)
 	}
 	return ys

@@ -16,26 +16,28 @@ import (
 // Record kinds.
 const (
 	// KindMessage is a message: Text is the message, Vector its
-	// embedding.
+	// embedding, Terms its lexical document (see Ranking.ContextWeight).
 	KindMessage = "message"
 	// KindContext is a message in its context: Text is the message with
 	// the messages just before and after it (each cut at contextChars),
 	// Vector its embedding, MetaMessage the message's record id. It is
-	// derived data, rewritten when a neighbour changes.
+	// derived data, written with the message's vector.
 	KindContext = "context"
 )
-
-// contextChars caps each neighbour in a context record's text, so the
-// message itself stays inside what the embedding model reads.
-const contextChars = 300
 
 // Metadata keys of the layer's records.
 const (
 	// MetaRole is the message's role, "user" or "assistant".
 	MetaRole = "role"
-	// MetaSeq orders the messages of a thread written in the same
-	// microsecond (decimal).
+	// MetaSeq is the message's position in its thread (decimal, from 0):
+	// it orders the messages written in the same microsecond.
 	MetaSeq = "seq"
+	// MetaPrev is the id of the thread's message before this one; absent
+	// on a thread's first message.
+	MetaPrev = "prev"
+	// MetaNext is the id of the thread's message after this one, set
+	// when the message's vector is stored (its context is complete then).
+	MetaNext = "next"
 	// MetaRun is the id of the run that recorded the message.
 	MetaRun = "run"
 	// MetaItemID is the item's own id (core.Item.ID), when it had one.
@@ -105,7 +107,7 @@ func cleanText(s string) (text string, truncated bool) {
 	return s, truncated
 }
 
-// entry is the mirror's copy of one record, without its vector.
+// entry is the layer's view of one message record, without its vector.
 type entry struct {
 	id      string
 	thread  string
@@ -117,21 +119,32 @@ type entry struct {
 	created time.Time
 	seq     int64
 	trunc   bool
+	// prev is the id of the thread's message before this one; "" for
+	// the first.
+	prev string
+	// next is the id of the message after it, once known to the record
+	// (see MetaNext).
+	next string
+	// bag is the analysed text (term -> occurrences), computed once.
+	bag map[string]float64
+	// terms is the lexical document stored with the record.
+	terms vectorstore.Terms
 	// embedded is the model that embedded the stored vector; "" while
 	// the vector is a placeholder.
 	embedded string
-	// ctxText and ctxEmbedded describe the stored context record: the
-	// text it embedded and by which model; "" when there is none.
-	ctxText, ctxEmbedded string
-	// skip is set when the embedder rejected the message's text, ctxSkip
-	// to the context text it rejected: they are not retried.
-	skip    bool
-	ctxSkip string
+	// vec is the message's vector by vecModel, when the session has it
+	// (it computed it, or read it with the thread's latest messages):
+	// its neighbours' contexts are computed from it. rejectedBy is the
+	// model that rejected the text.
+	vec                  []float32
+	vecModel, rejectedBy string
 }
 
-// ContextID is the id of the context record of the message record id:
-// tools that delete or rewrite a message (memctl) delete its context
-// records too, since they quote it.
+// rejected reports whether model rejected e's text.
+func (e *entry) rejected(model string) bool { return e.rejectedBy == model }
+
+// ContextID is the id of the legacy context record of the message record
+// id (see KindContext).
 func ContextID(messageID string) string { return messageID + "/context" }
 
 // IsMessage reports whether r is a message record a semantic layer can
@@ -160,20 +173,12 @@ func compareOrder(ta time.Time, sa int64, ia string, tb time.Time, sb int64, ib 
 	return strings.Compare(ia, ib)
 }
 
-// contextRecord is e's context record for the window text win.
-func (e *entry) contextRecord(layer, win string, vec []float32, model string) vectorstore.Record {
-	return vectorstore.Record{
-		ID: ContextID(e.id), Layer: layer, Kind: KindContext,
-		Scope: vectorstore.Scope{Thread: e.thread, Resource: e.res},
-		Text:  win, Vector: vec,
-		Metadata:  map[string]string{MetaMessage: e.id, MetaEmbedding: model, MetaRole: string(e.role)},
-		CreatedAt: e.created,
-	}
-}
-
 // before orders the entries of one thread: time, then seq, then id.
-func (e *entry) before(o *entry) bool {
-	return compareOrder(e.created, e.seq, e.id, o.created, o.seq, o.id) < 0
+func (e *entry) before(o *entry) bool { return e.compare(o) < 0 }
+
+// compare is before as a comparison function.
+func (e *entry) compare(o *entry) int {
+	return compareOrder(e.created, e.seq, e.id, o.created, o.seq, o.id)
 }
 
 // record is the entry as a record carrying vec; model is the value of
@@ -187,6 +192,12 @@ func (e *entry) record(layer string, vec []float32, model string) vectorstore.Re
 	if e.run != "" {
 		md[MetaRun] = e.run
 	}
+	if e.prev != "" {
+		md[MetaPrev] = e.prev
+	}
+	if e.next != "" {
+		md[MetaNext] = e.next
+	}
 	if e.itemID != "" {
 		md[MetaItemID] = e.itemID
 	}
@@ -196,7 +207,7 @@ func (e *entry) record(layer string, vec []float32, model string) vectorstore.Re
 	return vectorstore.Record{
 		ID: e.id, Layer: layer, Kind: KindMessage,
 		Scope: vectorstore.Scope{Thread: e.thread, Resource: e.res},
-		Text:  e.text, Vector: vec, Metadata: md, CreatedAt: e.created,
+		Text: e.text, Vector: vec, Terms: e.terms, Metadata: md, CreatedAt: e.created,
 	}
 }
 
@@ -212,9 +223,16 @@ func entryOf(r vectorstore.Record) (*entry, bool) {
 		role: core.Role(r.Metadata[MetaRole]), text: r.Text,
 		itemID: r.Metadata[MetaItemID], run: r.Metadata[MetaRun],
 		created: r.CreatedAt, seq: seq, trunc: r.Metadata[MetaTruncated] == "true",
+		prev: r.Metadata[MetaPrev], next: r.Metadata[MetaNext], terms: r.Terms,
 	}
-	if m := r.Metadata[MetaEmbedding]; m != EmbeddingPending {
+	switch m := r.Metadata[MetaEmbedding]; {
+	case strings.HasPrefix(m, EmbeddingRejected):
+		e.rejectedBy = strings.TrimPrefix(m, EmbeddingRejected)
+	case m != EmbeddingPending:
 		e.embedded = m
+		if r.Vector != nil {
+			e.vec, e.vecModel = r.Vector, m
+		}
 	}
 	return e, true
 }

@@ -1,15 +1,17 @@
 package semantic
 
 import (
+	"context"
 	"slices"
 	"strings"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/vectorstore"
 )
 
 // renderer formats recalled messages.
 type renderer struct {
-	m      *mirror
+	s      *session
 	thread string // the session's thread
 	// skip says which neighbours not to show (the visible window).
 	skip func(*entry) bool
@@ -20,65 +22,133 @@ const (
 	renderTail = "</semantic_recall>"
 )
 
-// shown is a set of messages to render: thread -> positions.
-type shown map[string]map[int]bool
-
-func (s shown) add(thread string, i int) {
-	if s[thread] == nil {
-		s[thread] = map[int]bool{}
-	}
-	s[thread][i] = true
+// neighbours holds, for each hit, its messages before (nearest first)
+// and after (nearest first), as far as rng asks.
+type neighbours struct {
+	before, after map[string][]*entry
 }
 
-func (s shown) del(thread string, i int) { delete(s[thread], i) }
+// neighbours reads the messages around hits, up to rng: earlier ones by
+// their prev links, later ones by their next links, or, for a message
+// whose record does not know its next yet (the latest of a thread), from
+// the session's latest messages or by the next message's prev link. Each
+// step is one read for all hits.
+func (r *renderer) neighbours(ctx context.Context, hits []*entry, rng MessageRange) (neighbours, error) {
+	nb := neighbours{before: map[string][]*entry{}, after: map[string][]*entry{}}
+	recent := r.s.latest()
+	known := map[string]*entry{}
+	for _, e := range recent {
+		known[e.id] = e
+	}
+	for _, e := range hits {
+		known[e.id] = e
+	}
+	// nextOf is the id after e, from its record or the session.
+	nextOf := func(e *entry) string {
+		if e.next != "" {
+			return e.next
+		}
+		if i := slices.IndexFunc(recent, func(x *entry) bool { return x.id == e.id }); i >= 0 && i+1 < len(recent) {
+			return recent[i+1].id
+		}
+		return ""
+	}
+	walk := func(n int, step func(*entry) string, out map[string][]*entry) error {
+		cur := map[string]*entry{}
+		for _, h := range hits {
+			cur[h.id] = h
+		}
+		for d := 0; d < n && len(cur) > 0; d++ {
+			var ids []string
+			for _, e := range cur {
+				if id := step(e); id != "" && known[id] == nil {
+					ids = append(ids, id)
+				}
+			}
+			if len(ids) > 0 {
+				got, err := r.s.fetch(ctx, ids)
+				if err != nil {
+					return err
+				}
+				for id, e := range got {
+					known[id] = e
+				}
+			}
+			next := map[string]*entry{}
+			for hid, e := range cur {
+				if x := known[step(e)]; x != nil && x.thread == e.thread {
+					out[hid] = append(out[hid], x)
+					next[hid] = x
+				}
+			}
+			cur = next
+		}
+		return nil
+	}
+	if err := walk(rng.Before, func(e *entry) string { return e.prev }, nb.before); err != nil {
+		return nb, err
+	}
+	// Later messages of records that do not name their next: found by
+	// the next one's prev link.
+	if rng.After > 0 {
+		for _, h := range hits {
+			if nextOf(h) != "" {
+				continue
+			}
+			f := vectorstore.Filter{Layer: r.s.l.o.ID, Kind: KindMessage, Thread: h.thread, Resource: h.res,
+				Metadata: map[string]string{MetaPrev: h.id}}
+			recs, _, err := r.s.l.store.Records.List(ctx, vectorstore.ListOptions{Filter: f, Limit: 1})
+			if err != nil {
+				return nb, err
+			}
+			if len(recs) == 1 {
+				if e, ok := r.s.entryOfMatch(recs[0]); ok {
+					h.next = e.id
+					known[e.id] = e
+				}
+			}
+		}
+	}
+	if err := walk(rng.After, nextOf, nb.after); err != nil {
+		return nb, err
+	}
+	return nb, nil
+}
 
 // fit chooses what to show of hits (best first) within budget tokens,
 // by priority: every hit that fits, best first; then their neighbours up
 // to rng, nearest first, in the order of their hits. The empty string
-// means nothing fits. Called with m.mu held.
-func (r *renderer) fit(hits []Hit, rng MessageRange, budget int) string {
-	tk := r.m.l.o.Tokenizer
-	set := shown{}
+// means nothing fits.
+func (r *renderer) fit(hits []*entry, nb neighbours, rng MessageRange, budget int) string {
+	tk := r.s.l.o.Tokenizer
+	set := map[string]*entry{}
 	out := ""
-	try := func(thread string, i int) {
-		if set[thread][i] {
-			return
+	try := func(e *entry) bool {
+		if set[e.id] != nil {
+			return true
 		}
-		set.add(thread, i)
+		set[e.id] = e
 		text := r.render(set)
 		if tk.Count(text)+core.ItemOverhead <= budget {
 			out = text
-			return
+			return true
 		}
-		set.del(thread, i)
+		delete(set, e.id)
+		return false
 	}
-	type at struct {
-		thread string
-		i      int
-	}
-	var kept []at
+	var kept []*entry
 	for _, h := range hits {
-		e := r.m.byID[h.ID]
-		if e == nil {
-			continue
-		}
-		i := r.m.posLocked(e)
-		if i < 0 {
-			continue
-		}
-		try(e.thread, i)
-		if set[e.thread][i] {
-			kept = append(kept, at{e.thread, i})
+		if try(h) {
+			kept = append(kept, h)
 		}
 	}
 	for d := 1; d <= max(rng.Before, rng.After); d++ {
 		for _, k := range kept {
-			t := r.m.threads[k.thread]
-			if d <= rng.Before && k.i-d >= 0 && !r.skip(t[k.i-d]) {
-				try(k.thread, k.i-d)
+			if b := nb.before[k.id]; d <= rng.Before && d <= len(b) && !r.skip(b[d-1]) {
+				try(b[d-1])
 			}
-			if d <= rng.After && k.i+d < len(t) && !r.skip(t[k.i+d]) {
-				try(k.thread, k.i+d)
+			if a := nb.after[k.id]; d <= rng.After && d <= len(a) && !r.skip(a[d-1]) {
+				try(a[d-1])
 			}
 		}
 	}
@@ -87,38 +157,30 @@ func (r *renderer) fit(hits []Hit, rng MessageRange, budget int) string {
 
 // render writes the chosen messages as runs of consecutive messages,
 // oldest run first, "…" between runs.
-func (r *renderer) render(set shown) string {
+func (r *renderer) render(set map[string]*entry) string {
+	es := make([]*entry, 0, len(set))
+	for _, e := range set {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b *entry) int {
+		if c := strings.Compare(a.thread, b.thread); c != 0 {
+			return c
+		}
+		return a.compare(b)
+	})
 	type run struct {
 		first *entry
 		lines []string
 	}
 	var runs []run
-	for thread, ps := range set {
-		t := r.m.threads[thread]
-		pos := make([]int, 0, len(ps))
-		for i := range ps {
-			if i < len(t) {
-				pos = append(pos, i)
-			}
+	for i, e := range es {
+		if i == 0 || es[i-1].thread != e.thread || !(e.prev == es[i-1].id || es[i-1].next == e.id) {
+			runs = append(runs, run{first: e})
 		}
-		slices.Sort(pos)
-		for k, i := range pos {
-			if k == 0 || pos[k-1] != i-1 {
-				runs = append(runs, run{first: t[i]})
-			}
-			ru := &runs[len(runs)-1]
-			ru.lines = append(ru.lines, r.line(t[i]))
-		}
+		ru := &runs[len(runs)-1]
+		ru.lines = append(ru.lines, r.line(e))
 	}
-	slices.SortFunc(runs, func(a, b run) int {
-		switch {
-		case a.first.before(b.first):
-			return -1
-		case b.first.before(a.first):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(runs, func(a, b run) int { return a.first.compare(b.first) })
 	var b strings.Builder
 	b.WriteString(renderHead)
 	for i, ru := range runs {
@@ -140,7 +202,7 @@ func (r *renderer) render(set shown) string {
 // line renders one message: date, role, text (cut, continuation lines
 // indented).
 func (r *renderer) line(e *entry) string {
-	o := &r.m.l.o
+	o := &r.s.l.o
 	text := strings.TrimSpace(e.text)
 	if rs := []rune(text); len(rs) > o.MaxMessageChars {
 		text = strings.TrimSpace(string(rs[:o.MaxMessageChars])) + " …"
@@ -150,4 +212,24 @@ func (r *renderer) line(e *entry) string {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\n", "\n  ")
 	return "[" + e.created.In(o.Location).Format("Mon 2006-01-02 15:04 MST") + "] " + string(e.role) + ": " + text
+}
+
+// show renders hits (their entries among seen) with their neighbours
+// within budget.
+func (r *renderer) show(ctx context.Context, hits []Hit, seen []*entry, rng MessageRange, budget int) (string, error) {
+	byID := make(map[string]*entry, len(seen))
+	for _, e := range seen {
+		byID[e.id] = e
+	}
+	es := make([]*entry, 0, len(hits))
+	for _, h := range hits {
+		if e := byID[h.ID]; e != nil {
+			es = append(es, e)
+		}
+	}
+	nb, err := r.neighbours(ctx, es, rng)
+	if err != nil {
+		return "", err
+	}
+	return r.fit(es, nb, rng, budget), nil
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stratamem/strata/core"
-	"github.com/stratamem/strata/memory/lexical"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -43,8 +42,8 @@ type SearchOptions struct {
 	Mode Mode
 	// Exclude, when not nil, drops the messages for which it returns
 	// true before ranking (recall uses it to skip the visible history).
-	// It is called with the layer's lock held: it must not call the
-	// State.
+	// At most maxExcluded of the messages that would rank are dropped
+	// this way without taking a place from another.
 	Exclude func(Hit) bool
 }
 
@@ -60,12 +59,12 @@ var ErrInvalidQuery = errors.New("semantic: invalid query")
 // It embeds pending messages first (in the same model call as the query),
 // so nothing recorded is missing from the vector ranking.
 func (s State) Search(ctx context.Context, query string, opts SearchOptions) ([]Hit, error) {
-	if s.m == nil {
+	if s.s == nil {
 		return nil, ErrNotInitialised
 	}
 	k := opts.K
 	if k == 0 {
-		k = s.m.l.o.TopK
+		k = s.s.l.o.TopK
 	}
 	if k < 0 || k > MaxTopK {
 		return nil, fmt.Errorf("%w: k must be in 1..%d, got %d", ErrInvalidQuery, MaxTopK, opts.K)
@@ -75,12 +74,17 @@ func (s State) Search(ctx context.Context, query string, opts SearchOptions) ([]
 	}
 	mode := opts.Mode
 	if mode == "" {
-		mode = s.m.l.o.Mode
+		mode = s.s.l.o.Mode
 	}
 	if !mode.valid() {
 		return nil, fmt.Errorf("%w: unknown mode %q", ErrInvalidQuery, mode)
 	}
-	return s.m.search(ctx, query, k, mode, opts.Exclude)
+	extra := 0
+	if opts.Exclude != nil {
+		extra = maxExcluded
+	}
+	hits, _, err := s.s.search(ctx, query, k, mode, opts.Exclude, extra)
+	return hits, err
 }
 
 // cand is one candidate of the fusion.
@@ -97,64 +101,118 @@ type cand struct {
 	nl, nd, score float64
 }
 
-func (m *mirror) search(ctx context.Context, query string, k int, mode Mode, exclude func(Hit) bool) ([]Hit, error) {
+// ranking is one search's working set: the candidates by id, and the
+// similarities known of the candidates and their neighbours.
+type ranking struct {
+	s     *session
+	cands map[string]*cand
+	// sims holds the similarity of messages (ids) and of their context
+	// records (ContextID of the message's id) to the query.
+	sims map[string]float64
+	skip func(*entry) bool
+}
+
+func (rk *ranking) add(e *entry) *cand {
+	c := rk.cands[e.id]
+	if c == nil {
+		c = &cand{e: e}
+		rk.cands[e.id] = c
+	}
+	return c
+}
+
+// search ranks the scope's messages for query and returns the k best
+// with every candidate the ranking looked at (for the renderer, which
+// shows neighbours and needs their records).
+//
+// Every side reads the collection: the lexical side its term index
+// (Collection.SearchTerms, BM25 over the scope's messages), the vector
+// side its vector index; each asks for its top C plus the messages
+// excluded (the visible window, which may take places in the top C). A
+// search therefore costs what the collection's indexes cost for the scope
+// and the C candidates, not the scope's size.
+//
+// extra is how many messages exclude may drop from each side's top C.
+func (s *session) search(ctx context.Context, query string, k int, mode Mode, exclude func(Hit) bool, extra int) ([]Hit, []*entry, error) {
 	query, _ = cleanText(query)
 	if rs := []rune(query); len(rs) > MaxQueryChars {
 		// Embedders read the beginning; BM25 over a whole pasted page
 		// matches everything a little.
 		query = string(rs[:MaxQueryChars])
 	}
-	l := m.l
+	l := s.l
 	C := max(l.o.Candidates, k)
-	cands := map[string]*cand{}
-	get := func(e *entry) *cand {
-		c := cands[e.id]
-		if c == nil {
-			c = &cand{e: e}
-			cands[e.id] = c
-		}
-		return c
-	}
-	skip := func(e *entry) bool { return e == nil || (exclude != nil && exclude(hitOf(e))) }
-
-	// Lexical: the top C, and the score of every match, so that a vector
-	// candidate below the lexical cut still gets its true BM25 score.
+	rk := &ranking{s: s, cands: map[string]*cand{}, sims: map[string]float64{},
+		skip: func(e *entry) bool { return exclude != nil && exclude(hitOf(e)) }}
 	var ideal float64
-	var lexAll map[string]float64
-	if mode != ModeDense {
-		q := l.query(query)
-		m.mu.RLock()
-		for _, t := range q.Terms() {
-			ideal += q[t] * m.lex.IDF(t)
+	lexAll := map[string]float64{}
+	q := l.queryTerms(query)
+	if mode != ModeDense && len(q) > 0 {
+		res, err := l.store.Records.SearchTerms(ctx, vectorstore.TermOptions{
+			Terms: q, K: min(vectorstore.MaxK, C+extra), Filter: s.scopeFilter(), K1: l.o.Ranking.K1, B: l.o.Ranking.B})
+		if err != nil {
+			return nil, nil, fmt.Errorf("semantic: lexical ranking: %w", err)
 		}
-		lh := m.lex.Search(q, 0, func(id string) bool { return !skip(m.byID[id]) })
-		lexAll = make(map[string]float64, len(lh))
-		for i, h := range lh {
-			lexAll[h.ID] = h.Score
-			if i < C {
-				get(m.byID[h.ID]).lexRank = i + 1
+		for t, w := range q {
+			ideal += w * res.IDF(t)
+		}
+		n := 0
+		for _, m := range res.Matches {
+			e, ok := s.entryOfMatch(m.Record)
+			if !ok || rk.skip(e) {
+				continue
+			}
+			lexAll[e.id] = m.Score
+			if n < C {
+				n++
+				rk.add(e).lexRank = n
 			}
 		}
-		m.mu.RUnlock()
 	}
 	if mode != ModeLexical {
-		if err := m.denseCandidates(ctx, query, C, skip, get, cands); err != nil {
+		if err := rk.denseCandidates(ctx, query, C, extra); err != nil {
 			if mode == ModeDense || ctx.Err() != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			l.o.Logger.LogAttrs(ctx, slog.LevelWarn, "semantic: vector ranking failed, serving lexical results",
 				slog.String("layer", l.o.ID), slog.String("error", err.Error()))
 			mode = ModeLexical
 		}
 	}
-	list := make([]*cand, 0, len(cands))
-	for _, c := range cands {
+	if mode == ModeHybrid && len(q) > 0 {
+		// The vector candidates below the lexical cut still get their
+		// true BM25 score.
+		var missing []string
+		for id := range rk.cands {
+			if _, ok := lexAll[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			f := s.scopeFilter()
+			f.IDs = missing
+			res, err := l.store.Records.SearchTerms(ctx, vectorstore.TermOptions{
+				Terms: q, K: len(missing), Filter: f, K1: l.o.Ranking.K1, B: l.o.Ranking.B})
+			if err != nil {
+				return nil, nil, fmt.Errorf("semantic: lexical ranking: %w", err)
+			}
+			for _, m := range res.Matches {
+				lexAll[m.Record.ID] = m.Score
+			}
+		}
+	}
+	list := make([]*cand, 0, len(rk.cands))
+	seen := make([]*entry, 0, len(rk.cands))
+	for _, c := range rk.cands {
 		c.lex = lexAll[c.e.id]
 		list = append(list, c)
+		seen = append(seen, c.e)
 	}
+	slices.SortFunc(seen, func(a, b *entry) int { return strings.Compare(a.id, b.id) })
 	var subj subject
 	if mode == ModeHybrid && l.o.Ranking.Fusion == FusionScore {
-		subj = m.subject(query)
+		subj = l.subject(query, append(seen[:len(seen):len(seen)], s.latest()...))
 	}
 	l.fuse(list, mode, ideal, C, subj)
 	slices.SortFunc(list, func(a, b *cand) int {
@@ -183,125 +241,152 @@ func (m *mirror) search(ctx context.Context, query string, k int, mode Mode, exc
 		h.Score, h.Dense, h.Lexical = c.score, c.nd, c.nl
 		hits = append(hits, h)
 	}
-	return hits, nil
+	return hits, seen, nil
 }
 
-// denseCandidates embeds the query (with pending texts), adds the C
-// messages nearest by their own or their context's vector to the
-// candidates, and sets every candidate's similarity: the mean of its
-// message's and its context's, mixed with its best neighbour's (see
-// Ranking.DenseContext).
-func (m *mirror) denseCandidates(ctx context.Context, query string, C int, skip func(*entry) bool, get func(*entry) *cand, cands map[string]*cand) error {
-	vec, err := m.queryVector(ctx, query)
+// maxExcluded is how many places of each side's top C the messages a
+// SearchOptions.Exclude drops may take; recall passes the size of the
+// visible window instead.
+const maxExcluded = 200
+
+// latest is a copy of the thread's latest messages (copies of the
+// entries, which the session's writes change).
+func (s *session) latest() []*entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*entry, len(s.recent))
+	for i, e := range s.recent {
+		c := *e
+		out[i] = &c
+	}
+	return out
+}
+
+// entryOfMatch reads a matched message record; ok is false for a record
+// this session does not rank (another resource's thread seen by a run of
+// no resource, a record it cannot read).
+func (s *session) entryOfMatch(r vectorstore.Record) (*entry, bool) {
+	if s.foreign(&r) {
+		return nil, false
+	}
+	return entryOf(r)
+}
+
+// denseCandidates embeds the query, adds the C messages nearest by their
+// own or their context's vector to the candidates, and sets every
+// candidate's similarity: the mean of its message's and its context's,
+// mixed with its best neighbour's (see Ranking.DenseContext).
+func (rk *ranking) denseCandidates(ctx context.Context, query string, C, extra int) error {
+	s := rk.s
+	vec, err := s.queryVector(ctx, query)
 	if err != nil {
 		return err
 	}
-	model := m.l.store.Embedder.Model()
-	f := m.scopeFilter()
+	model := s.l.store.Embedder.Model()
+	f := s.scopeFilter()
+	f.Kind = "" // messages and their contexts
 	f.Metadata = map[string]string{MetaEmbedding: model}
-	// Skipped records (the visible window) may take places in the top C:
-	// ask for enough to fill C after skipping them, two records (message
-	// and context) per message.
-	m.mu.RLock()
-	nskip := 0
-	for _, e := range m.byID {
-		if skip(e) {
-			nskip++
-		}
-	}
-	m.mu.RUnlock()
-	ms, err := m.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: min(vectorstore.MaxK, 2*(C+nskip)), Filter: f})
+	// Two records (message and context) per message.
+	ms, err := s.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: min(vectorstore.MaxK, 2*(C+extra)), Filter: f})
 	if err != nil {
 		return fmt.Errorf("semantic: vector query: %w", err)
 	}
-	sims := map[*entry]*[2]float64{} // message, context; NaN when unknown
-	sim := func(e *entry) *[2]float64 {
-		s := sims[e]
-		if s == nil {
-			s = &[2]float64{math.NaN(), math.NaN()}
-			sims[e] = s
-		}
-		return s
-	}
-	m.mu.Lock()
+	var ctxOnly []string // messages found by their context only
 	n := 0
 	for _, mt := range ms {
-		e, isCtx := m.entryOfMatchLocked(mt.Record, model)
-		if e == nil {
+		r := mt.Record
+		if s.foreign(&r) {
 			continue
 		}
-		if isCtx {
-			sim(e)[1] = mt.Score
-		} else {
-			sim(e)[0] = mt.Score
-		}
-		if _, ok := cands[e.id]; !ok && !skip(e) && n < C {
-			n++
-			get(e)
-		}
-	}
-	// The similarities not in the answer: of the lexical candidates, of
-	// the other half of each vector candidate and of every candidate's
-	// adjacent messages.
-	var missing []string
-	asked := map[string]bool{}
-	want := func(e *entry) {
-		s := sim(e)
-		if math.IsNaN(s[0]) && e.embedded == model && !asked[e.id] {
-			asked[e.id] = true
-			missing = append(missing, e.id)
-		}
-		if id := ContextID(e.id); math.IsNaN(s[1]) && e.ctxEmbedded == model && !asked[id] {
-			asked[id] = true
-			missing = append(missing, id)
+		switch r.Kind {
+		case KindContext:
+			id := r.Metadata[MetaMessage]
+			if id == "" || r.ID != ContextID(id) {
+				continue
+			}
+			rk.sims[r.ID] = mt.Score
+			if _, ok := rk.cands[id]; !ok && n < C {
+				ctxOnly = append(ctxOnly, id)
+			}
+		case KindMessage:
+			e, ok := entryOf(r)
+			if !ok {
+				continue
+			}
+			rk.sims[e.id] = mt.Score
+			if _, ok := rk.cands[e.id]; !ok && !rk.skip(e) && n < C {
+				n++
+				rk.add(e)
+			}
 		}
 	}
-	for _, c := range cands {
-		want(c.e)
-		for _, nb := range m.adjacentLocked(c.e) {
-			want(nb)
-		}
-	}
-	m.mu.Unlock()
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		f.IDs = missing
-		ms, err = m.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: min(vectorstore.MaxK, len(missing)), Filter: f})
+	// The messages of contexts that ranked, read by id.
+	if len(ctxOnly) > 0 {
+		es, err := s.fetch(ctx, ctxOnly)
 		if err != nil {
-			return fmt.Errorf("semantic: vector query: %w", err)
+			return err
 		}
-		m.mu.Lock()
-		for _, mt := range ms {
-			if e, isCtx := m.entryOfMatchLocked(mt.Record, model); e != nil {
-				if isCtx {
-					sim(e)[1] = mt.Score
-				} else {
-					sim(e)[0] = mt.Score
+		for _, id := range ctxOnly {
+			if e := es[id]; e != nil && !rk.skip(e) && n < C {
+				if _, ok := rk.cands[id]; !ok {
+					n++
+					rk.add(e)
 				}
 			}
 		}
-		m.mu.Unlock()
 	}
-	own := func(e *entry) (float64, bool) {
-		s, ok := sims[e]
-		if !ok {
-			return 0, false
+	// The similarities not in the answer: of the other half of each
+	// candidate and of every candidate's adjacent messages (and their
+	// contexts), by id.
+	var missing []string
+	asked := map[string]bool{}
+	want := func(id string) {
+		if id == "" {
+			return
 		}
-		switch a, b := s[0], s[1]; {
-		case !math.IsNaN(a) && !math.IsNaN(b):
+		for _, x := range [2]string{id, ContextID(id)} {
+			if _, ok := rk.sims[x]; !ok && !asked[x] {
+				asked[x] = true
+				missing = append(missing, x)
+			}
+		}
+	}
+	for _, c := range rk.cands {
+		want(c.e.id)
+		if rk.s.l.o.Ranking.DenseContext > 0 {
+			want(c.e.prev)
+			want(c.e.next)
+		}
+	}
+	for lo := 0; lo < len(missing); lo += vectorstore.MaxK {
+		chunk := missing[lo:min(len(missing), lo+vectorstore.MaxK)]
+		slices.Sort(chunk)
+		g := f
+		g.IDs = chunk
+		got, err := s.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: len(chunk), Filter: g})
+		if err != nil {
+			return fmt.Errorf("semantic: vector query: %w", err)
+		}
+		for _, mt := range got {
+			rk.sims[mt.Record.ID] = mt.Score
+		}
+	}
+	own := func(id string) (float64, bool) {
+		a, okA := rk.sims[id]
+		b, okB := rk.sims[ContextID(id)]
+		switch {
+		case okA && okB:
 			return (a + b) / 2, true
-		case !math.IsNaN(a):
+		case okA:
 			return a, true
-		case !math.IsNaN(b):
+		case okB:
 			return b, true
 		}
 		return 0, false
 	}
-	g := m.l.o.Ranking.DenseContext
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for _, c := range cands {
-		v, ok := own(c.e)
+	g := s.l.o.Ranking.DenseContext
+	for _, c := range rk.cands {
+		v, ok := own(c.e.id)
 		if !ok {
 			continue
 		}
@@ -310,9 +395,12 @@ func (m *mirror) denseCandidates(ctx context.Context, query string, C int, skip 
 			continue
 		}
 		best, found := math.Inf(-1), false
-		for _, nb := range m.adjacentLocked(c.e) {
-			if s, ok := own(nb); ok {
-				best, found = max(best, s), true
+		for _, nb := range [2]string{c.e.prev, c.e.next} {
+			if nb == "" {
+				continue
+			}
+			if sv, ok := own(nb); ok {
+				best, found = max(best, sv), true
 			}
 		}
 		if found {
@@ -322,24 +410,26 @@ func (m *mirror) denseCandidates(ctx context.Context, query string, C int, skip 
 	return nil
 }
 
-// entryOfMatchLocked maps a vector match to its message: the record's own
-// entry, or the message of a context record. A message written by another
-// session of the same scope since this one loaded is adopted, so it can
-// be shown with its neighbours.
-func (m *mirror) entryOfMatchLocked(r vectorstore.Record, model string) (e *entry, isCtx bool) {
-	if r.Kind == KindContext {
-		return m.byID[r.Metadata[MetaMessage]], true
+// fetch reads the message records ids of the scope.
+func (s *session) fetch(ctx context.Context, ids []string) (map[string]*entry, error) {
+	out := make(map[string]*entry, len(ids))
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	for lo := 0; lo < len(ids); lo += vectorstore.MaxListLimit {
+		chunk := ids[lo:min(len(ids), lo+vectorstore.MaxListLimit)]
+		f := s.scopeFilter()
+		f.IDs = chunk
+		recs, _, err := s.l.store.Records.List(ctx, vectorstore.ListOptions{Filter: f, Limit: len(chunk)})
+		if err != nil {
+			return nil, fmt.Errorf("semantic: read messages: %w", err)
+		}
+		for _, r := range recs {
+			if e, ok := s.entryOfMatch(r); ok {
+				out[e.id] = e
+			}
+		}
 	}
-	if e := m.byID[r.ID]; e != nil {
-		return e, false
-	}
-	ne, ok := entryOf(r)
-	if !ok {
-		return nil, false
-	}
-	ne.embedded = model
-	m.addLocked(ne)
-	return ne, false
+	return out, nil
 }
 
 func hitOf(e *entry) Hit {
@@ -356,11 +446,16 @@ var queryStopwords = []string{
 	"earlier", "ago", "previously", "conversation", "chat", "again",
 }
 
-// query analyzes a query text for the lexical ranking.
-func (l *Layer) query(text string) lexical.Query {
+// queryTerms analyzes a query text for the lexical ranking, capped like
+// a document (see capTerms).
+func (l *Layer) queryTerms(text string) map[string]float64 {
 	q := l.an.Query(text)
 	for _, t := range l.qstop {
 		delete(q, t)
 	}
-	return q
+	out := make(map[string]float64, len(q))
+	for t, w := range capTerms(q) {
+		out[t] = float64(w)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratamem/strata/core"
@@ -25,42 +26,47 @@ type Layer struct {
 	// embedding: the collection requires one, and the record's
 	// MetaEmbedding says it means nothing.
 	placeholder []float32
+	// upgraded remembers the scopes whose records are up to date (see
+	// upgrade).
+	upgraded sync.Map
 }
 
 // State is the layer's per-session state: a handle on the session's
-// in-memory mirror of its scope's message records. It holds nothing to
-// persist (the records in the collection are the memory), so the layer
-// never commits it. Get it with core.State[semantic.State](session, id)
-// to search explicitly.
+// view of its scope's message records (which stay in the collection: the
+// state holds only the thread's latest messages and the writes in
+// flight). It holds nothing to persist, so the layer never commits it.
+// Get it with core.State[semantic.State](session, id) to search
+// explicitly.
 type State struct {
-	m *mirror
+	s *session
 }
 
-// Len is the number of messages in the session's scope.
-func (s State) Len() int {
-	if s.m == nil {
-		return 0
+// Len is the number of messages stored in the session's scope.
+func (s State) Len(ctx context.Context) (int, error) {
+	if s.s == nil {
+		return 0, ErrNotInitialised
 	}
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	return len(s.m.byID)
+	return s.s.count(ctx, "")
 }
 
-// Pending is the number of messages whose vector is not computed yet (or
-// was computed by another embedding model).
-func (s State) Pending() int {
-	if s.m == nil {
-		return 0
+// Pending is the number of the scope's messages whose vector is not
+// computed yet (written by this session or by one that stopped before
+// embedding them). Messages embedded by another model than the
+// embedder's are not counted: see Reembed.
+func (s State) Pending(ctx context.Context) (int, error) {
+	if s.s == nil {
+		return 0, ErrNotInitialised
 	}
-	return s.m.countPending(s.m.l.store.Embedder.Model())
+	return s.s.count(ctx, EmbeddingPending)
 }
 
-// Flush embeds every pending message now.
+// Flush embeds every pending message now: the session's own and those
+// stopped sessions left in the scope.
 func (s State) Flush(ctx context.Context) error {
-	if s.m == nil {
+	if s.s == nil {
 		return ErrNotInitialised
 	}
-	return s.m.flush(ctx)
+	return s.s.flush(ctx)
 }
 
 // New validates store and opts and returns the layer. Option errors are
@@ -128,19 +134,23 @@ func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
 			return State{}, fmt.Errorf("semantic: %w", err)
 		}
 	}
-	m := l.newMirror(p.Run)
-	if err := m.load(ctx); err != nil {
+	s := l.newSession(p.Run)
+	if err := l.upgrade(ctx, s); err != nil {
 		return State{}, err
 	}
-	return State{m: m}, nil
+	if err := s.loadTail(ctx); err != nil {
+		return State{}, err
+	}
+	return State{s: s}, nil
 }
 
 // onItemAppend writes the message durably, before Append or Record
-// returns, with a placeholder vector: the model call is left to the next
-// batched embedding pass.
+// returns, with a placeholder vector and its lexical document: it is
+// findable by words at once. The model call is left to a later batched
+// embedding pass.
 func (l *Layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]) (*State, error) {
-	m := p.State.m
-	if m == nil {
+	s := p.State.s
+	if s == nil {
 		return nil, ErrNotInitialised
 	}
 	it := p.Item
@@ -156,36 +166,34 @@ func (l *Layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]
 	e := &entry{
 		id: recordID(l.o.ID, p.Run, it, p.Index, text), thread: p.Run.ThreadID, res: p.Run.ResourceID,
 		role: it.Role, text: text, itemID: it.ID, run: p.Run.RunID,
-		created: l.store.Time(), trunc: trunc,
+		// The record must hold the time the collection will store, so
+		// the order the session assumes is the order a reader sees.
+		created: l.store.Time().Truncate(time.Microsecond), trunc: trunc,
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if old := m.byID[e.id]; old != nil && old.text == e.text && old.role == e.role {
-		// The same message appended again: already stored (but an
-		// earlier one may still wait for the collection).
-		return nil, m.storeUnstoredLocked(ctx)
-	}
-	for _, u := range m.unstored {
-		if u.id == e.id && u.text == e.text && u.role == e.role {
-			return nil, m.storeUnstoredLocked(ctx) // already waiting
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.recent {
+		if o.id == e.id && o.text == e.text && o.role == e.role {
+			// The same message appended again: stored already (an
+			// earlier one may still wait for the collection).
+			return nil, s.storeUnstoredLocked(ctx)
 		}
 	}
-	e.seq = m.nextSeq[e.thread]
-	m.nextSeq[e.thread] = e.seq + 1
-	// The record must hold the time the collection will store, so the
-	// mirror's order matches a reload's.
-	e.created = e.created.Truncate(time.Microsecond)
-	m.unstored = append(m.unstored, e)
-	return nil, m.storeUnstoredLocked(ctx)
+	s.unstored = append(s.unstored, e)
+	s.appendLocked(e)
+	return nil, s.storeUnstoredLocked(ctx)
 }
 
-// storeHook embeds what the model call just recorded (and anything still
-// pending), in one batched pass after the model has answered.
+// storeHook writes what is unstored and, once EmbedBatch of the
+// session's messages have a complete context, embeds them in one batched
+// pass, after the model has answered: a turn pays for the model call
+// once per batch, not once per message.
 func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
-	if p.State.m == nil {
+	s := p.State.s
+	if s == nil {
 		return nil, ErrNotInitialised
 	}
-	if err := p.State.m.storeUnstored(ctx); err != nil {
+	if err := s.storeUnstored(ctx); err != nil {
 		return nil, err
 	}
 	if l.o.Mode == ModeLexical {
@@ -193,23 +201,33 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 		// can be switched later; lexical recall does not wait for them.
 		return nil, nil
 	}
-	_, err := p.State.m.embedPending(ctx, l.o.EmbedBatch, true, false)
-	return nil, err
+	for {
+		s.mu.Lock()
+		ready := len(s.readyLocked(l.o.EmbedBatch, false))
+		s.mu.Unlock()
+		if ready < l.o.EmbedBatch {
+			return nil, nil
+		}
+		if _, err := s.embedPending(ctx, l.o.EmbedBatch, false, false); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (l *Layer) onComplete(ctx context.Context, p core.CompleteParams[State]) (*State, error) {
-	if p.State.m == nil {
+	s := p.State.s
+	if s == nil {
 		return nil, ErrNotInitialised
 	}
-	if err := p.State.m.storeUnstored(ctx); err != nil {
+	if err := s.storeUnstored(ctx); err != nil {
 		return nil, err
 	}
-	return nil, p.State.m.flush(ctx)
+	return nil, s.flush(ctx)
 }
 
 func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
-	m := p.State.m
-	if m == nil {
+	s := p.State.s
+	if s == nil {
 		return core.Recall[State]{}, ErrNotInitialised
 	}
 	query := latestUserText(p.History)
@@ -218,22 +236,17 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	}
 	vis := visibleSet(p.Visible)
 	skip := func(h Hit) bool { return vis.has(h.ItemID, h.Role, h.Text) }
-	hits, err := State{m}.Search(ctx, query, SearchOptions{Exclude: skip})
+	hits, seen, err := s.search(ctx, query, l.o.TopK, l.o.Mode, skip, vis.n)
 	if err != nil {
-		if errors.Is(err, ErrInvalidQuery) {
-			return core.Recall[State]{}, nil
-		}
 		return core.Recall[State]{}, err
 	}
 	if len(hits) == 0 {
 		return core.Recall[State]{}, nil
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	r := &renderer{m: m, thread: p.Run.ThreadID, skip: func(e *entry) bool { return vis.has(e.itemID, e.role, e.text) }}
-	text := r.fit(hits, l.o.rng, p.Budget)
-	if text == "" {
-		return core.Recall[State]{}, nil
+	r := &renderer{s: s, thread: p.Run.ThreadID, skip: func(e *entry) bool { return vis.has(e.itemID, e.role, e.text) }}
+	text, err := r.show(ctx, hits, seen, l.o.rng, p.Budget)
+	if err != nil || text == "" {
+		return core.Recall[State]{}, err
 	}
 	return core.Recall[State]{Items: []core.Item{{Type: core.TypeMessage, ID: l.o.ID, Role: core.RoleDeveloper,
 		Content: []core.Part{{Type: "input_text", Text: text}}}}}, nil
@@ -259,6 +272,7 @@ func latestUserText(history []core.Item) string {
 type visible struct {
 	ids   map[string]bool
 	texts map[string]bool
+	n     int // messages
 }
 
 func visibleSet(items []core.Item) visible {
@@ -267,6 +281,7 @@ func visibleSet(items []core.Item) visible {
 		if it.Type != core.TypeMessage {
 			continue
 		}
+		v.n++
 		if it.ID != "" {
 			v.ids[it.ID] = true
 		}
@@ -292,7 +307,7 @@ type SearchArgs struct {
 const maxFunctionK = 20
 
 func (l *Layer) searchFunction(ctx context.Context, st State, args SearchArgs) (string, *State, error) {
-	if st.m == nil {
+	if st.s == nil {
 		return "", nil, ErrNotInitialised
 	}
 	switch {
@@ -307,15 +322,14 @@ func (l *Layer) searchFunction(ctx context.Context, st State, args SearchArgs) (
 	if k == 0 {
 		k = 5
 	}
-	hits, err := st.Search(ctx, args.Query, SearchOptions{K: k})
+	hits, seen, err := st.s.search(ctx, args.Query, k, l.o.Mode, nil, 0)
 	if err != nil {
 		return "", nil, err
 	}
 	if len(hits) == 0 {
 		return "No earlier messages match.", nil, nil
 	}
-	st.m.mu.RLock()
-	defer st.m.mu.RUnlock()
-	r := &renderer{m: st.m, thread: st.m.run.ThreadID, skip: func(*entry) bool { return false }}
-	return r.fit(hits, MessageRange{}, math.MaxInt), nil, nil
+	r := &renderer{s: st.s, thread: st.s.run.ThreadID, skip: func(*entry) bool { return false }}
+	text, err := r.show(ctx, hits, seen, MessageRange{}, math.MaxInt)
+	return text, nil, err
 }

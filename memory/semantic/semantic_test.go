@@ -52,7 +52,7 @@ func TestRecallAcrossRuns(t *testing.T) {
 	if strings.Contains(got, "Which day do my flights") {
 		t.Fatalf("recall repeats the visible question:\n%s", got)
 	}
-	if n := state(t, s2, "semantic").Len(); n != len(trip)+1 {
+	if n := length(t, state(t, s2, "semantic")); n != len(trip)+1 {
 		t.Fatalf("Len = %d, want %d", n, len(trip)+1)
 	}
 	if u := s2.LastUsage().Layer("semantic"); u.Band != core.BandLive {
@@ -109,27 +109,53 @@ func TestReopenSurvives(t *testing.T) {
 	l2 := newLayer(t, store2, semantic.Options{})
 	s2 := start(t, newRuntime(t, l2.Layer()), "t1", "u1")
 	st := state(t, s2, "semantic")
-	if st.Len() != len(trip) || st.Pending() != 0 {
-		t.Fatalf("after reopen: Len %d Pending %d, want %d and 0", st.Len(), st.Pending(), len(trip))
+	if length(t, st) != len(trip) || pending(t, st) != 0 {
+		t.Fatalf("after reopen: Len %d Pending %d, want %d and 0", length(t, st), pending(t, st), len(trip))
 	}
 	got := ask(t, s2, clk, "semantic", "When is the dentist appointment?")
 	if !strings.Contains(got, "dentist moved my appointment to Thursday") {
 		t.Fatalf("reopened store does not recall:\n%s", got)
 	}
-	// Every record's vector is the embedding of its own text.
+	// Every message's vector is the embedding of its text; a context's
+	// is the normalised sum of its window's message vectors (its message
+	// and the neighbours its text quotes).
 	recs := records(t, store2, vectorstore.Filter{Layer: "semantic"})
 	kinds := map[string]int{}
+	byID := map[string]vectorstore.Record{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
 	for _, r := range recs {
 		kinds[r.Kind]++
 		if r.Metadata[semantic.MetaEmbedding] != store2.Embedder.Model() {
 			continue // the question just asked may still be pending
 		}
-		v, err := store2.Embedder.Embed(ctx, []string{r.Text})
-		if err != nil {
-			t.Fatal(err)
+		want := r.Vector
+		if r.Kind == semantic.KindMessage {
+			v, err := store2.Embedder.Embed(ctx, []string{r.Text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = v[0]
+		} else {
+			msg := byID[r.Metadata[semantic.MetaMessage]]
+			sum := make([]float64, len(msg.Vector))
+			for _, id := range []string{msg.Metadata[semantic.MetaPrev], msg.ID, msg.Metadata[semantic.MetaNext]} {
+				m, ok := byID[id]
+				if !ok || !strings.Contains(r.Text, m.Text) {
+					continue
+				}
+				for i, x := range m.Vector {
+					sum[i] += float64(x)
+				}
+			}
+			want = make([]float32, len(sum))
+			for i, x := range sum {
+				want[i] = float32(x)
+			}
 		}
-		if c := embed.Cosine(v[0], r.Vector); c < 0.9999 {
-			t.Fatalf("record %s (%s): vector is not the embedding of its text (cos %v)", r.ID, r.Kind, c)
+		if c := embed.Cosine(want, r.Vector); c < 0.9999 {
+			t.Fatalf("record %s (%s): vector is not what its text says (cos %v)", r.ID, r.Kind, c)
 		}
 	}
 	if kinds[semantic.KindMessage] != len(trip)+1 || kinds[semantic.KindContext] != len(trip) {
@@ -138,7 +164,8 @@ func TestReopenSurvives(t *testing.T) {
 }
 
 // A process that stops after Append returned, before any embedding pass,
-// loses nothing: the message is stored pending and found after reopening.
+// loses nothing: the message is stored pending, found by words after
+// reopening, and embedded by the next session's flush.
 func TestCrashBeforeEmbedding(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -164,20 +191,31 @@ func TestCrashBeforeEmbedding(t *testing.T) {
 	l2 := newLayer(t, store2, semantic.Options{})
 	s2 := start(t, newRuntime(t, l2.Layer()), "t1", "u1")
 	st := state(t, s2, "semantic")
-	if st.Pending() != 1 {
-		t.Fatalf("Pending = %d, want 1", st.Pending())
+	if pending(t, st) != 1 {
+		t.Fatalf("Pending = %d, want 1", pending(t, st))
 	}
-	for _, mode := range []semantic.Mode{semantic.ModeLexical, semantic.ModeDense, semantic.ModeHybrid} {
-		hits, err := st.Search(ctx, "where is the spare key", semantic.SearchOptions{K: 3, Mode: mode})
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
-		if len(hits) == 0 || !strings.Contains(hits[0].Text, "spare key") {
-			t.Fatalf("%s: the message written before the crash is not found: %+v", mode, hits)
+	find := func(modes ...semantic.Mode) {
+		t.Helper()
+		for _, mode := range modes {
+			hits, err := st.Search(ctx, "where is the spare key", semantic.SearchOptions{K: 3, Mode: mode})
+			if err != nil {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			if len(hits) == 0 || !strings.Contains(hits[0].Text, "spare key") {
+				t.Fatalf("%s: the message written before the crash is not found: %+v", mode, hits)
+			}
 		}
 	}
-	if st.Pending() != 0 {
-		t.Fatalf("Pending after search = %d, want 0", st.Pending())
+	find(semantic.ModeLexical, semantic.ModeHybrid)
+	if hits, err := st.Search(ctx, "where is the spare key", semantic.SearchOptions{K: 3, Mode: semantic.ModeDense}); err != nil || len(hits) != 0 {
+		t.Fatalf("dense search before the embedding pass: %v %+v, want no hits (a search embeds only its query)", err, hits)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	find(semantic.ModeLexical, semantic.ModeDense, semantic.ModeHybrid)
+	if pending(t, st) != 0 {
+		t.Fatalf("Pending after Flush = %d, want 0", pending(t, st))
 	}
 	recs = records(t, store2, vectorstore.Filter{Layer: "semantic", Kind: semantic.KindMessage})
 	if got := recs[0].Metadata[semantic.MetaEmbedding]; got != store2.Embedder.Model() {
@@ -191,9 +229,11 @@ func TestEmbedderFailure(t *testing.T) {
 	store := memtest.NewStore(t, "", clk)
 	fl := &flaky{Embedder: store.Embedder}
 	store.Embedder = fl
-	l := newLayer(t, store, semantic.Options{})
+	// EmbedBatch 1: every Record embeds what has a complete context.
+	l := newLayer(t, store, semantic.Options{EmbedBatch: 1})
 	s := start(t, newRuntime(t, l.Layer()), "t1", "u1")
 	talk(t, s, clk, trip[:4]...)
+	before := pending(t, state(t, s, "semantic"))
 
 	fl.setFail(true)
 	clk.Advance(time.Minute)
@@ -208,8 +248,8 @@ func TestEmbedderFailure(t *testing.T) {
 		t.Fatalf("diagnostics %+v", d)
 	}
 	st := state(t, s, "semantic")
-	if st.Pending() != 2 {
-		t.Fatalf("Pending = %d, want 2", st.Pending())
+	if got := pending(t, st); got != before+2 {
+		t.Fatalf("Pending = %d, want %d (the two new messages, and none embedded)", got, before+2)
 	}
 	// Hybrid falls back to the lexical ranking; dense reports the error.
 	hits, err := st.Search(ctx, "passport expiry", semantic.SearchOptions{K: 2})
@@ -220,12 +260,15 @@ func TestEmbedderFailure(t *testing.T) {
 		t.Fatalf("dense search error = %v, want the embedder's", err)
 	}
 	fl.setFail(false)
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	hits, err = st.Search(ctx, "passport expiry", semantic.SearchOptions{K: 2, Mode: semantic.ModeDense})
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("dense search after recovery: %v %+v", err, hits)
 	}
-	if st.Pending() != 0 {
-		t.Fatalf("Pending after recovery = %d", st.Pending())
+	if pending(t, st) != 0 {
+		t.Fatalf("Pending after recovery = %d", pending(t, st))
 	}
 }
 
@@ -246,14 +289,19 @@ func TestModelChangeReembeds(t *testing.T) {
 	store2.Embedder = &flaky{Embedder: store2.Embedder, model: "other-model"}
 	s2 := start(t, newRuntime(t, newLayer(t, store2, semantic.Options{EmbedBatch: 3}).Layer()), "t1", "u1")
 	st := state(t, s2, "semantic")
-	if st.Pending() != len(trip) {
-		t.Fatalf("Pending = %d, want all %d under a new model", st.Pending(), len(trip))
+	if hits, err := st.Search(ctx, "flight", semantic.SearchOptions{Mode: semantic.ModeDense}); err != nil || len(hits) != 0 {
+		t.Fatalf("dense search under a new model before Reembed: %v %+v, want no hits", err, hits)
 	}
-	if err := st.Flush(ctx); err != nil {
+	n, err := st.Reembed(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pending() != 0 {
-		t.Fatalf("Pending after Flush = %d", st.Pending())
+	all := records(t, store2, vectorstore.Filter{Layer: "semantic"})
+	if n != len(all) {
+		t.Fatalf("Reembed rewrote %d records, want all %d", n, len(all))
+	}
+	if n, err := st.Reembed(ctx); err != nil || n != 0 {
+		t.Fatalf("second Reembed: %d, %v; want nothing left", n, err)
 	}
 	for _, r := range records(t, store2, vectorstore.Filter{Layer: "semantic"}) {
 		if r.Metadata[semantic.MetaEmbedding] != "other-model" {
@@ -314,8 +362,8 @@ func TestThreadIsolationConcurrent(t *testing.T) {
 	for thread, word := range secrets {
 		s := start(t, rt, thread, "same-user")
 		st := state(t, s, "semantic")
-		if st.Len() != 30 {
-			t.Fatalf("%s: Len %d, want 30", thread, st.Len())
+		if length(t, st) != 30 {
+			t.Fatalf("%s: Len %d, want 30", thread, length(t, st))
 		}
 		for other, otherWord := range secrets {
 			for _, mode := range []semantic.Mode{semantic.ModeHybrid, semantic.ModeDense, semantic.ModeLexical} {

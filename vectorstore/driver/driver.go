@@ -138,6 +138,11 @@ type Record struct {
 	Text string `json:"text,omitempty"`
 	// Vector is the embedding of Text.
 	Vector []float32 `json:"vector,omitempty"`
+	// Terms is the record's lexical document, indexed for SearchTerms;
+	// nil for a record that is not lexically searchable. See Terms.
+	// Every read returns it, except the matches of Query and
+	// SearchTerms, which leave it nil.
+	Terms Terms `json:"terms,omitempty"`
 	// Metadata is free-form string metadata, filterable by equality. Values
 	// are strings only, by design: every backend can store, index and compare
 	// them identically, and typed values (numbers, times) that need range
@@ -163,6 +168,13 @@ type Record struct {
 func (r Record) Clone() Record {
 	if r.Vector != nil {
 		r.Vector = append([]float32(nil), r.Vector...)
+	}
+	if r.Terms != nil {
+		t := make(Terms, len(r.Terms))
+		for k, v := range r.Terms {
+			t[k] = v
+		}
+		r.Terms = t
 	}
 	if r.Metadata != nil {
 		m := make(map[string]string, len(r.Metadata))

@@ -13,7 +13,14 @@
 // without the ambiguity of a write that failed after being applied.
 //
 // Writes are Upsert, UpsertIf, Delete, DeleteIf and DeleteWhere; reads are
-// Get, List, Query and Count. Info and Close always reach the driver.
+// Get, List, Query, Count and SearchTerms. Info and Close always reach the
+// driver.
+//
+// A Collection is a driver.TermSearcher whatever it wraps, so that wrapping
+// a backend with a native term index (chromem, pgvector) keeps it in use:
+// SearchTerms goes to the wrapped driver's SearchTerms when it has one, and
+// otherwise ranks the corpus read from the wrapped driver's List with
+// driver.RankTerms, as the portable layer would. Either way it is one read.
 // A Collection is safe for concurrent use, and its settings may change
 // while calls are in flight (a call uses the settings it started with).
 package faulty
@@ -50,7 +57,10 @@ type Collection struct {
 	reads, readsFailed   int
 }
 
-var _ driver.Collection = (*Collection)(nil)
+var (
+	_ driver.Collection   = (*Collection)(nil)
+	_ driver.TermSearcher = (*Collection)(nil)
+)
 
 // Wrap returns a Collection forwarding every call to d.
 func Wrap(d driver.Collection) *Collection { return &Collection{d: d} }
@@ -291,6 +301,46 @@ func (c *Collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 		return err
 	})
 	return ms, err
+}
+
+// SearchTerms forwards to the driver's SearchTerms unless reads are
+// failing; for a driver without one it ranks the corpus in process (see
+// the package documentation).
+func (c *Collection) SearchTerms(ctx context.Context, q driver.TermQuery) (driver.TermResult, error) {
+	var res driver.TermResult
+	err := c.read("search terms", func() error {
+		var err error
+		if ts, ok := c.d.(driver.TermSearcher); ok {
+			res, err = ts.SearchTerms(ctx, q)
+		} else {
+			res, err = rankInProcess(ctx, c.d, q)
+		}
+		return err
+	})
+	return res, err
+}
+
+// rankInProcess is the portable layer's fallback for a driver without a
+// term index: read the corpus page by page, rank it with the reference.
+func rankInProcess(ctx context.Context, d driver.Collection, q driver.TermQuery) (driver.TermResult, error) {
+	corpus := driver.Filter{Layer: q.Filter.Layer, Kind: q.Filter.Kind, Thread: q.Filter.Thread, Resource: q.Filter.Resource}
+	var recs []*driver.Record
+	var after *driver.Cursor
+	for {
+		page, err := d.List(ctx, driver.ListQuery{Filter: corpus, Limit: vectorstore.MaxListLimit, After: after, WithVectors: q.WithVectors})
+		if err != nil {
+			return driver.TermResult{}, err
+		}
+		for i := range page {
+			recs = append(recs, &page[i])
+		}
+		if len(page) < vectorstore.MaxListLimit {
+			break
+		}
+		last := page[len(page)-1]
+		after = &driver.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	return driver.RankTerms(recs, q, q.Filter.Matches), nil
 }
 
 // Close closes the driver; injected failures do not apply to it.

@@ -3,6 +3,10 @@ package faulty_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -219,4 +223,184 @@ func TestWrapCollection(t *testing.T) {
 		t.Fatalf("reopen after closing the wrapper: %v", err)
 	}
 	again.Close()
+}
+
+// nativeTerms is a driver with a term index of its own: it counts the
+// searches that reach it and marks its answers.
+type nativeTerms struct {
+	driver.Collection
+	mu       sync.Mutex
+	searches int
+}
+
+func (n *nativeTerms) SearchTerms(ctx context.Context, q driver.TermQuery) (driver.TermResult, error) {
+	n.mu.Lock()
+	n.searches++
+	n.mu.Unlock()
+	return driver.TermResult{Docs: 4242, DocFreq: map[string]int{}}, nil
+}
+
+// hidden is a driver without SearchTerms (the embedded interface has only
+// the driver.Collection methods), whatever it wraps.
+type hidden struct{ driver.Collection }
+
+func termRecs() []vectorstore.Record {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	return []vectorstore.Record{
+		{ID: "a", Layer: "l", Vector: []float32{1, 0}, Terms: vectorstore.Terms{"x": 1, "y": 2}, CreatedAt: at},
+		{ID: "b", Layer: "l", Vector: []float32{0, 1}, Terms: vectorstore.Terms{"x": 3}, CreatedAt: at},
+		{ID: "c", Layer: "l", Vector: []float32{1, 1}, Terms: vectorstore.Terms{"z": 1}, CreatedAt: at},
+		{ID: "d", Layer: "other", Vector: []float32{1, 1}, Terms: vectorstore.Terms{"x": 1}, CreatedAt: at},
+	}
+}
+
+// A native SearchTerms stays in use behind the wrapper: the portable
+// layer sees a TermSearcher and the search reaches the driver's own.
+func TestSearchTermsForwarded(t *testing.T) {
+	d, err := chromem.OpenDriver(ctx, t.TempDir(), driver.Config{Name: "c", Dimension: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := &nativeTerms{Collection: d}
+	fc := faulty.Wrap(native)
+	col, err := vectorstore.NewCollection(fc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	opts := vectorstore.TermOptions{Terms: map[string]float64{"x": 1}, K: 3, Filter: vectorstore.Filter{Layer: "l"}}
+	res, err := col.SearchTerms(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Docs != 4242 || native.searches != 1 {
+		t.Fatalf("SearchTerms answered %+v after %d native searches: the wrapper did not forward to the driver's SearchTerms", res, native.searches)
+	}
+	if attempted, failed := fc.Reads(); attempted != 1 || failed != 0 {
+		t.Fatalf("Reads() = %d, %d; want 1, 0", attempted, failed)
+	}
+	fc.FailReads(faulty.ErrInjected)
+	if _, err := col.SearchTerms(ctx, opts); !errors.Is(err, faulty.ErrInjected) {
+		t.Fatalf("search while reads fail: %v, want ErrInjected", err)
+	}
+	if native.searches != 1 {
+		t.Fatal("a failed search reached the driver")
+	}
+	if attempted, failed := fc.Reads(); attempted != 2 || failed != 1 {
+		t.Fatalf("Reads() = %d, %d; want 2, 1", attempted, failed)
+	}
+	// Writes failing do not fail searches.
+	fc.FailReads(nil)
+	fc.FailWrites(faulty.ErrInjected)
+	if _, err := col.SearchTerms(ctx, opts); err != nil || native.searches != 2 {
+		t.Fatalf("search while writes fail: %v (%d native searches)", err, native.searches)
+	}
+}
+
+// A driver without SearchTerms is ranked in process behind the wrapper
+// exactly as the portable layer ranks it without one.
+func TestSearchTermsFallback(t *testing.T) {
+	d, err := chromem.OpenDriver(ctx, t.TempDir(), driver.Config{Name: "c", Dimension: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := vectorstore.NewCollection(hidden{d}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	fc := faulty.Wrap(hidden{d})
+	col, err := vectorstore.NewCollection(fc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := col.Upsert(ctx, termRecs()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []vectorstore.TermOptions{
+		{Terms: map[string]float64{"x": 1}, K: 3, Filter: vectorstore.Filter{Layer: "l"}},
+		{Terms: map[string]float64{"x": 1, "y": 0.5, "nope": 1}, K: 1, Filter: vectorstore.Filter{Layer: "l"}, WithVectors: true},
+		{Terms: map[string]float64{"x": 1}, K: 5, Filter: vectorstore.Filter{Layer: "l", IDs: []string{"b", "c"}}, K1: 2, B: 1},
+		{Terms: map[string]float64{"x": 1}, K: 5, Filter: vectorstore.Filter{Layer: "none"}},
+	} {
+		want, err := plain.SearchTerms(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := col.SearchTerms(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%+v:\nwrapped %+v\n  plain %+v", opts, got, want)
+		}
+	}
+	if attempted, _ := fc.Reads(); attempted != 4 {
+		t.Fatalf("Reads() attempted %d, want 4: one per search", attempted)
+	}
+	fc.FailReads(faulty.ErrInjected)
+	if _, err := col.SearchTerms(ctx, vectorstore.TermOptions{Terms: map[string]float64{"x": 1}, K: 1, Filter: vectorstore.Filter{Layer: "l"}}); !errors.Is(err, faulty.ErrInjected) {
+		t.Fatalf("search while reads fail: %v, want ErrInjected", err)
+	}
+}
+
+// pagedList is a driver whose only working read is List, over records in
+// memory, counting its calls: enough for the in-process ranking.
+type pagedList struct {
+	driver.Collection // nil: any other call panics
+	recs              []driver.Record
+	lists             int
+}
+
+func (p *pagedList) Info() driver.Info {
+	return driver.Info{Name: "paged", Dimension: 1, Distance: driver.DistanceDot, Driver: "paged"}
+}
+
+func (p *pagedList) List(_ context.Context, q driver.ListQuery) ([]driver.Record, error) {
+	p.lists++
+	var out []driver.Record
+	for i := range p.recs {
+		r := &p.recs[i]
+		if q.Filter.Matches(r) && (q.After == nil || driver.ComesAfter(r, q.After, false)) {
+			out = append(out, r.Clone())
+			if len(out) == q.Limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func (p *pagedList) Close() error { return nil }
+
+// The in-process ranking reads a corpus larger than one List page whole.
+func TestSearchTermsFallbackPages(t *testing.T) {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := vectorstore.MaxListLimit + 7
+	p := &pagedList{}
+	for i := 0; i < n; i++ {
+		p.recs = append(p.recs, driver.Record{ID: fmt.Sprintf("r%06d", i), Layer: "l", Vector: []float32{1},
+			Terms: driver.Terms{"w": float32(1 + i%5), "pad": 1}, CreatedAt: at.Add(time.Duration(i/3) * time.Second)})
+	}
+	// The best document is on the last page.
+	p.recs[n-1].Terms = driver.Terms{"w": 50}
+	slices.SortFunc(p.recs, func(a, b driver.Record) int { return driver.CompareRecords(&a, &b) })
+	fc := faulty.Wrap(p)
+	col, err := vectorstore.NewCollection(fc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := col.SearchTerms(ctx, vectorstore.TermOptions{Terms: map[string]float64{"w": 1}, K: 2, Filter: vectorstore.Filter{Layer: "l"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Docs != n || res.DocFreq["w"] != n || len(res.Matches) != 2 || res.Matches[0].Record.ID != fmt.Sprintf("r%06d", n-1) {
+		t.Fatalf("docs %d, df %v, matches %v; want %d documents, r%06d first", res.Docs, res.DocFreq, res.Matches, n, n-1)
+	}
+	if p.lists != 2 {
+		t.Fatalf("%d List calls, want 2 pages", p.lists)
+	}
+	if attempted, _ := fc.Reads(); attempted != 1 {
+		t.Fatalf("Reads() attempted %d, want 1", attempted)
+	}
 }

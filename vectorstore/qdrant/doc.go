@@ -19,7 +19,11 @@
 // stored in the payload. Record fields are payload keys (id, layer, kind,
 // thread, resource, text, created_at, valid_from, valid_to, revision, and
 // writes for conditional writes) and metadata the nested object
-// "metadata"; empty fields are left out. Times are RFC
+// "metadata"; empty fields are left out. A record's lexical document
+// (Record.Terms) is two parallel lists, "terms" (sorted) and
+// "term_weights" (numbers): a term may hold '.' or any other character, so
+// it is stored as a value, never as a payload key; neither list is
+// indexed, and Query matches are fetched without them. Times are RFC
 // 3339 strings with microseconds in datetime payload indexes, so time
 // filters and ordering are exact at the vectorstore precision. Opening a
 // collection creates the payload indexes the filters use: keyword on layer,
@@ -43,6 +47,20 @@
 // it forever. DeleteWhere scans the matching ids, then deletes with the
 // filter AND those ids, so a record moved out of the filter in between is
 // kept.
+//
+// # Term search
+//
+// The driver does not implement driver.TermSearcher: the portable layer
+// serves Collection.SearchTerms in process, listing the corpus (the
+// records of the query's layer, kind, thread and resource) and ranking it
+// with the reference BM25 of driver.RankTerms. That is exact, and ranks
+// exactly like chromem and pgvector, but every search reads its whole
+// corpus. Qdrant's own lexical ranking would not: the IDF modifier of its
+// sparse vectors is computed over the whole collection, not over the
+// corpus a query names, with its own formula, and document length
+// normalisation would have to be baked into the stored values against a
+// fixed average length, so its scores and orders would differ from the
+// other backends'.
 //
 // # Revisions and conditional writes
 //

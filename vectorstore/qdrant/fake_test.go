@@ -56,8 +56,9 @@ type fakeQdrant struct {
 	delay time.Duration
 	// version is what HealthCheck reports ("1.17.0" when empty).
 	version string
-	// upserts records every points Upsert request.
+	// upserts records every points Upsert request, queries every Query.
 	upserts []*qc.UpsertPoints
+	queries []*qc.QueryPoints
 	// afterGet and afterUpsert, when set, run at the end of every points
 	// Get / Upsert, under mu, to simulate a concurrent writer between a
 	// driver's requests.
@@ -368,8 +369,21 @@ func (s pointsServer) Get(_ context.Context, r *qc.GetPoints) (*qc.GetResponse, 
 	return &qc.GetResponse{Result: out}, nil
 }
 
-func wantPayload(sel *qc.WithPayloadSelector) bool {
-	return sel.GetEnable() // the driver only uses enable/disable
+// payloadOut is the payload a request selects: all of it (enable),
+// none, or all but some top-level keys (exclude); the driver uses
+// nothing else.
+func payloadOut(sel *qc.WithPayloadSelector, p map[string]*qc.Value) map[string]*qc.Value {
+	if ex := sel.GetExclude(); ex != nil {
+		out := clonePayload(p)
+		for _, k := range ex.GetFields() {
+			delete(out, k)
+		}
+		return out
+	}
+	if sel.GetEnable() {
+		return clonePayload(p)
+	}
+	return nil
 }
 
 func wantVectors(sel *qc.WithVectorsSelector) bool { return sel.GetEnable() }
@@ -381,9 +395,7 @@ func (p *fakePoint) vectorsOut() *qc.VectorsOutput {
 
 func (p *fakePoint) retrieved(wp *qc.WithPayloadSelector, wv *qc.WithVectorsSelector) *qc.RetrievedPoint {
 	rp := &qc.RetrievedPoint{Id: qc.NewIDUUID(p.id)}
-	if wantPayload(wp) {
-		rp.Payload = clonePayload(p.payload)
-	}
+	rp.Payload = payloadOut(wp, p.payload)
 	if wantVectors(wv) {
 		rp.Vectors = p.vectorsOut()
 	}
@@ -592,6 +604,7 @@ func (s pointsServer) Scroll(_ context.Context, r *qc.ScrollPoints) (*qc.ScrollR
 func (s pointsServer) Query(_ context.Context, r *qc.QueryPoints) (*qc.QueryResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.queries = append(s.queries, proto.Clone(r).(*qc.QueryPoints))
 	c, err := s.coll(r.GetCollectionName())
 	if err != nil {
 		return nil, err
@@ -645,9 +658,7 @@ func (s pointsServer) Query(_ context.Context, r *qc.QueryPoints) (*qc.QueryResp
 	out := make([]*qc.ScoredPoint, len(res))
 	for i, x := range res {
 		sp := &qc.ScoredPoint{Id: qc.NewIDUUID(x.p.id), Score: x.s}
-		if wantPayload(r.GetWithPayload()) {
-			sp.Payload = clonePayload(x.p.payload)
-		}
+		sp.Payload = payloadOut(r.GetWithPayload(), x.p.payload)
 		if wantVectors(r.GetWithVectors()) {
 			sp.Vectors = x.p.vectorsOut()
 		}

@@ -633,3 +633,115 @@ func TestProtocolURLStrict(t *testing.T) {
 		t.Fatalf("refused URLs created %d collections", len(f.colls))
 	}
 }
+
+// TestProtocolTermsPayload: a record's document is two parallel payload
+// lists (terms sorted, weights as doubles), so no term becomes a payload
+// key; it round trips exactly, Query leaves it on the server, and a
+// malformed one is corruption.
+func TestProtocolTermsPayload(t *testing.T) {
+	f, addr := startFake(t)
+	cl := newClient(t, addr, "")
+	ctx := context.Background()
+	c, err := OpenCollection(ctx, cl, "terms", &vectorstore.Options{Dimension: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	terms := vectorstore.Terms{"b.c": 2, "a": 0.1, "$x": 1, "metadata": 3}
+	if err := c.Upsert(ctx,
+		vectorstore.Record{ID: "with", Layer: "l", Vector: []float32{1, 0}, Terms: terms},
+		vectorstore.Record{ID: "without", Layer: "l", Vector: []float32{0, 1}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	p := f.colls["terms"].points[PointID("with")].payload
+	var gotT []string
+	var gotW []float64
+	for _, v := range p[keyTerms].GetListValue().GetValues() {
+		gotT = append(gotT, v.GetStringValue())
+	}
+	for _, v := range p[keyTermWeights].GetListValue().GetValues() {
+		gotW = append(gotW, v.GetDoubleValue())
+	}
+	_, without := f.colls["terms"].points[PointID("without")].payload[keyTerms]
+	_, withoutW := f.colls["terms"].points[PointID("without")].payload[keyTermWeights]
+	var keys []string
+	for k := range p {
+		keys = append(keys, k)
+	}
+	f.mu.Unlock()
+	if !slices.Equal(gotT, []string{"$x", "a", "b.c", "metadata"}) || !slices.Equal(gotW, []float64{1, float64(float32(0.1)), 2, 3}) {
+		t.Fatalf("payload terms %v weights %v, want sorted terms with their float32 weights", gotT, gotW)
+	}
+	if without || withoutW {
+		t.Fatal("a record without terms stored term payload")
+	}
+	for _, k := range keys {
+		if _, isTerm := terms[k]; isTerm && k != keyMetadata {
+			t.Fatalf("term %q became a payload key", k)
+		}
+	}
+	if md := p[keyMetadata]; md != nil {
+		t.Fatalf("the term \"metadata\" reached the metadata payload: %v", md)
+	}
+	got, err := c.Get(ctx, "with")
+	if err != nil || len(got.Terms) != len(terms) {
+		t.Fatalf("get: %v %v", got.Terms, err)
+	}
+	for k, w := range terms {
+		if got.Terms[k] != w {
+			t.Fatalf("get: term %q weight %v, want %v", k, got.Terms[k], w)
+		}
+	}
+	if w, _ := c.Get(ctx, "without"); w.Terms != nil {
+		t.Fatalf("record without terms read back %v", w.Terms)
+	}
+	ms, err := c.Query(ctx, []float32{1, 0}, vectorstore.QueryOptions{K: 2})
+	if err != nil || len(ms) != 2 || ms[0].Record.Terms != nil {
+		t.Fatalf("query: %+v %v, want matches without terms", ms, err)
+	}
+	f.mu.Lock()
+	ex := f.queries[len(f.queries)-1].GetWithPayload().GetExclude().GetFields()
+	f.mu.Unlock()
+	if !slices.Contains(ex, keyTerms) || !slices.Contains(ex, keyTermWeights) {
+		t.Fatalf("query payload selector excludes %v, want the term lists", ex)
+	}
+	// An integer weight (a JSON number without a fraction) reads as a
+	// number; anything else malformed is corruption.
+	put := func(id string, extra map[string]any) {
+		t.Helper()
+		pl := map[string]any{"id": id, "text": "", "created_at": "2024-01-01T00:00:00.000000Z", "revision": int64(5)}
+		for k, v := range extra {
+			pl[k] = v
+		}
+		if _, err := cl.Upsert(ctx, &qc.UpsertPoints{CollectionName: "terms", Wait: qc.PtrOf(true), Points: []*qc.PointStruct{{
+			Id: qc.NewIDUUID(PointID(id)), Vectors: qc.NewVectorsDense([]float32{1, 0}), Payload: qc.NewValueMap(pl),
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("int", map[string]any{keyTerms: []any{"x"}, keyTermWeights: []any{int64(2)}})
+	if got, err := c.Get(ctx, "int"); err != nil || got.Terms["x"] != 2 {
+		t.Fatalf("integer weight: %v %v", got.Terms, err)
+	}
+	for name, extra := range map[string]map[string]any{
+		"terms-only":      {keyTerms: []any{"x"}},
+		"weights-only":    {keyTermWeights: []any{1.0}},
+		"lengths-differ":  {keyTerms: []any{"x", "y"}, keyTermWeights: []any{1.0}},
+		"not-lists":       {keyTerms: "x", keyTermWeights: 1.0},
+		"term-not-string": {keyTerms: []any{int64(3)}, keyTermWeights: []any{1.0}},
+		"empty-term":      {keyTerms: []any{""}, keyTermWeights: []any{1.0}},
+		"weight-string":   {keyTerms: []any{"x"}, keyTermWeights: []any{"1"}},
+		"weight-negative": {keyTerms: []any{"x"}, keyTermWeights: []any{-1.0}},
+		"weight-zero":     {keyTerms: []any{"x"}, keyTermWeights: []any{0.0}},
+		"weight-overflow": {keyTerms: []any{"x"}, keyTermWeights: []any{1e300}},
+		"duplicate-term":  {keyTerms: []any{"x", "x"}, keyTermWeights: []any{1.0, 2.0}},
+	} {
+		id := "bad-" + name
+		put(id, extra)
+		if _, err := c.Get(ctx, id); !errors.Is(err, vectorstore.ErrCorrupt) {
+			t.Errorf("%s: Get = %v, want ErrCorrupt", name, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -40,6 +41,13 @@ const (
 	// first (see UpsertIf).
 	keyRevision = "revision"
 	keyWrites   = "writes"
+	// keyTerms and keyTermWeights hold the record's lexical document as
+	// two parallel lists, the terms in sorted order and their weights:
+	// a term may contain '.' or any other character, so it is a value,
+	// never a payload key. Neither is indexed; term search ranks in
+	// process (see the package documentation).
+	keyTerms       = "terms"
+	keyTermWeights = "term_weights"
 )
 
 // writeHistory bounds the tokens a point keeps in keyWrites.
@@ -323,6 +331,21 @@ func toPoint(r *driver.Record, rev int64, writes []int64) *qc.PointStruct {
 		}
 		p[keyMetadata] = qc.NewValueFromFields(md)
 	}
+	if len(r.Terms) > 0 {
+		terms := make([]string, 0, len(r.Terms))
+		for t := range r.Terms {
+			terms = append(terms, t)
+		}
+		slices.Sort(terms)
+		ts := make([]*qc.Value, len(terms))
+		ws := make([]*qc.Value, len(terms))
+		for i, t := range terms {
+			ts[i] = qc.NewValueString(t)
+			ws[i] = qc.NewValueDouble(float64(r.Terms[t]))
+		}
+		p[keyTerms] = qc.NewValueFromList(ts...)
+		p[keyTermWeights] = qc.NewValueFromList(ws...)
+	}
 	if !r.ValidFrom.IsZero() {
 		p[keyValidFrom] = qc.NewValueString(fmtTime(r.ValidFrom))
 	}
@@ -401,12 +424,60 @@ func fromPayload(p map[string]*qc.Value, vec *qc.VectorsOutput) (driver.Record, 
 			}
 		}
 	}
+	if r.Terms, err = termsOf(p); err != nil {
+		return r, err
+	}
 	if vec != nil {
 		if d := vec.GetVector().GetDenseVector(); d != nil {
 			r.Vector = slices.Clone(d.GetData())
 		}
 	}
 	return r, nil
+}
+
+// termsOf decodes the lexical document of a payload written by toPoint
+// (nil when it has none).
+func termsOf(p map[string]*qc.Value) (driver.Terms, error) {
+	tv, hasT := p[keyTerms]
+	wv, hasW := p[keyTermWeights]
+	if !hasT && !hasW {
+		return nil, nil
+	}
+	ts, ws := tv.GetListValue(), wv.GetListValue()
+	if ts == nil || ws == nil {
+		return nil, corrupt("payload fields %q and %q are not both lists", keyTerms, keyTermWeights)
+	}
+	if len(ts.GetValues()) != len(ws.GetValues()) {
+		return nil, corrupt("payload holds %d terms and %d term weights", len(ts.GetValues()), len(ws.GetValues()))
+	}
+	if len(ts.GetValues()) == 0 {
+		return nil, nil
+	}
+	out := make(driver.Terms, len(ts.GetValues()))
+	for i, v := range ts.GetValues() {
+		t, ok := v.GetKind().(*qc.Value_StringValue)
+		if !ok || t.StringValue == "" {
+			return nil, corrupt("term %d is not a non-empty string", i)
+		}
+		var w float64
+		switch x := ws.GetValues()[i].GetKind().(type) {
+		case *qc.Value_DoubleValue:
+			w = x.DoubleValue
+		case *qc.Value_IntegerValue: // a JSON number without a fraction
+			w = float64(x.IntegerValue)
+		default:
+			return nil, corrupt("weight of term %q is not a number", t.StringValue)
+		}
+		f := float32(w)
+		if !(f > 0) || math.IsInf(float64(f), 0) {
+			return nil, corrupt("weight of term %q is %v, not finite and > 0", t.StringValue, w)
+		}
+		if _, dup := out[t.StringValue]; dup {
+			return nil, corrupt("term %q stored twice", t.StringValue)
+		}
+		out[t.StringValue] = f
+	}
+	return out, nil
 }
 
 // revisionOf reads the revision of a payload. Points written before
@@ -896,7 +967,8 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 	for {
 		pts, err := c.cl.Query(ctx, &qc.QueryPoints{
 			CollectionName: c.info.Name, Query: qc.NewQueryDense(q.Vector), Filter: filter, Params: params,
-			Limit: qc.PtrOf(uint64(n)), WithPayload: qc.NewWithPayload(true), WithVectors: qc.NewWithVectors(q.WithVectors),
+			// Matches carry no document: leave it on the server.
+			Limit: qc.PtrOf(uint64(n)), WithPayload: qc.NewWithPayloadExclude(keyTerms, keyTermWeights), WithVectors: qc.NewWithVectors(q.WithVectors),
 		})
 		if err != nil {
 			return nil, qerr(ctx, err)
@@ -907,6 +979,7 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 			if err != nil {
 				return nil, err
 			}
+			r.Terms = nil // a server that ignored the exclusion
 			s := float64(p.GetScore())
 			if c.info.Distance == driver.DistanceEuclidean {
 				s = -s // Qdrant reports the distance; vectorstore scores are higher-is-better

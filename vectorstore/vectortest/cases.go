@@ -1236,4 +1236,6 @@ func testClosed(t *testing.T, s *suite) {
 	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "upsert if after close")
 	err = c.DeleteIf(ctx, "a", 1)
 	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "delete if after close")
+	_, err = c.SearchTerms(ctx, vectorstore.TermOptions{Terms: map[string]float64{"a": 1}, K: 1, Filter: vectorstore.Filter{Layer: "l"}})
+	wantCode(t, err, vectorstore.CodeClosed, vectorstore.ErrClosed, "search terms after close")
 }

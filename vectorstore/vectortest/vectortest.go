@@ -27,6 +27,22 @@
 // reports, UpsertIf / DeleteIf write only at the expected revision and
 // nothing on a conflict, concurrent read-modify-UpsertIf writers lose no
 // update, and revisions survive a reopen.
+//
+// The term-search cases hold every driver to the reference BM25 ranking
+// (driver.RankTerms), whether it implements driver.TermSearcher or the
+// portable layer ranks in process: Record.Terms round trips exactly
+// through Upsert, UpsertIf, Get, List and a reopen (Query and SearchTerms
+// matches carry none); SearchTerms over corpora of several layers, kinds,
+// threads and resources, with queries of one to six terms, narrowing by
+// ids, metadata and time, several K and BM25 parameters, gives the
+// reference's Docs, DocFreq, AvgLen (relative tolerance 1e-9) and matches
+// (the same records, scores within 1e-9, ties broken by ascending id, also
+// at the K boundary); replacements, documents removed, records moved to
+// another layer and every kind of delete show in the next search; documents
+// of other layers, kinds, threads or resources and records without terms
+// change no corpus' statistics; bad documents and bad term queries are
+// typed errors naming the field, with nothing written; and searches run
+// alongside writes (under -race) stay consistent.
 package vectortest
 
 import (
@@ -100,6 +116,13 @@ func Run(t *testing.T, h Harness) {
 		{"ConditionalDelete", testConditionalDelete},
 		{"ConcurrentConditionalWrites", testConcurrentConditionalWrites},
 		{"RevisionsSurviveReopen", testRevisionsSurviveReopen},
+		{"TermsRoundTrip", testTermsRoundTrip},
+		{"TermSearch", testTermSearch},
+		{"TermSearchTies", testTermSearchTies},
+		{"TermSearchUpdates", testTermSearchUpdates},
+		{"TermCorpusIsolation", testTermCorpusIsolation},
+		{"InvalidTermInput", testInvalidTermInput},
+		{"TermSearchConcurrent", testTermSearchConcurrent},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {

@@ -397,6 +397,9 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 	if err := deleteIDs(plan.split, len(plan.ids)); err != nil {
 		return err
 	}
+	if err := reindexThreads(ctx, s.coll, plan.msgs); err != nil {
+		return err
+	}
 	return a.printDeleted(len(plan.ids), plan.ids, plan.derived, keys, "", left)
 }
 

@@ -735,6 +735,11 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 		if err := s.coll.Upsert(ctx, r); err != nil {
 			return err
 		}
+		if isSemanticMessage(&old) {
+			if err := reindexThreads(ctx, s.coll, []vectorstore.Record{old, r}); err != nil {
+				return err
+			}
+		}
 		if len(ctxs) > 0 {
 			fmt.Fprintf(a.io.Err, "memctl: deleted %s of the semantic layer that quoted the old message; the layer writes them again\n",
 				plural(len(ctxs), "context record", "context records"))

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/stratamem/strata/memory/semantic"
 	"github.com/stratamem/strata/vectorstore"
@@ -11,12 +13,38 @@ import (
 // The semantic layer (memory/semantic) keeps, next to each message record,
 // a derived context record (id "<message id>/context", Kind "context",
 // metadata message = the message's id) whose text is the message between
-// the messages just before and after it in its thread. A message's text is
-// therefore also in its own context record and in its two neighbours':
-// deleting or rewriting the message must take those along, or ls --match
-// and search go on finding the old text. The layer writes a missing
-// context again from the messages that are left (its next embedding pass
-// in a session that loads the thread).
+// the messages just before and after it in its thread, and gives each
+// message a lexical document (Record.Terms) holding its neighbours' words.
+// A message's text is therefore also in its own context record and in its
+// two neighbours', and its words in the documents of the messages around
+// it: deleting or rewriting the message takes the context records along
+// and rebuilds the thread's documents (semantic.ReindexThread), or ls
+// --match and search go on finding the old text.
+
+// reindexThreads rebuilds the lexical documents of the threads of the
+// semantic messages among msgs.
+func reindexThreads(ctx context.Context, c *vectorstore.Collection, msgs []vectorstore.Record) error {
+	type key struct{ layer, resource, thread string }
+	seen := map[key]bool{}
+	var keys []key
+	for i := range msgs {
+		r := &msgs[i]
+		k := key{r.Layer, r.Scope.Resource, r.Scope.Thread}
+		if isSemanticMessage(r) && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return strings.Compare(a.layer+"\x1f"+a.resource+"\x1f"+a.thread, b.layer+"\x1f"+b.resource+"\x1f"+b.thread)
+	})
+	for _, k := range keys {
+		if err := semantic.ReindexThread(ctx, c, k.layer, k.resource, k.thread); err != nil {
+			return fmt.Errorf("rebuild the lexical documents of thread %q of layer %q: %w", k.thread, k.layer, err)
+		}
+	}
+	return nil
+}
 
 // isSemanticMessage reports whether r is a message record of a semantic
 // layer, whatever its layer id: a message the layer can read, in a thread.
