@@ -207,7 +207,7 @@ func (e *entry) record(layer string, vec []float32, model string) vectorstore.Re
 	return vectorstore.Record{
 		ID: e.id, Layer: layer, Kind: KindMessage,
 		Scope: vectorstore.Scope{Thread: e.thread, Resource: e.res},
-		Text: e.text, Vector: vec, Terms: e.terms, Metadata: md, CreatedAt: e.created,
+		Text:  e.text, Vector: vec, Terms: e.terms, Metadata: md, CreatedAt: e.created,
 	}
 }
 
