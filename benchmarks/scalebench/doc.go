@@ -1,7 +1,8 @@
 // Package scalebench measures how the semantic memory layer's costs grow
 // with the history of one user, through the public API as a host uses it:
-// session start (rt.Start: the layer's init loads every record of the
-// resource into the session's mirror and builds BM25), one exchange
+// session start (rt.Start: the layer's init reads the thread's latest
+// messages; until the layer ranked in the collection it loaded every
+// record of the resource into a mirror and built BM25), one exchange
 // (Append user, Assemble, Record assistant), State.Search, and the
 // process's RSS, at several history sizes, on the embedded store and on
 // pgvector; and the ingest rate of new messages with a real embedder.
@@ -30,8 +31,8 @@
 // sessions use a thread-scoped semantic layer, whose records are
 // identical to a resource-scoped layer's (same ids, text, metadata,
 // context records and vectors; TestThreadScopedLoadWritesResourceRecords
-// checks it) but whose Start loads one thread instead of the growing
-// resource, which would make a 200k load take hours. pgvector collections
+// checks it); a thread-scoped layer was what kept the load linear while
+// the layer's Start still read its whole scope. pgvector collections
 // are filled from a cached store's records (PreparePG) in one Upsert call,
 // as `memctl migrate` moves a store.
 //

@@ -185,7 +185,11 @@ type collection struct {
 	// that a call filtered by any of them touches only those records. It
 	// is built once the replay at open is done, then maintained by
 	// applyUpsert and applyDelete.
-	idx       scopeIndex
+	idx scopeIndex
+	// terms is the lexical index of the records' Terms (termindex.go),
+	// built lazily by the first searches that need it and from then on
+	// maintained with idx.
+	terms     termIndex
 	live      int64                 // approximate encoded size of live records
 	chr       *chromemgo.Collection // nil unless cosine
 	closed    bool
@@ -195,6 +199,9 @@ type collection struct {
 	// (to the default slog logger) and kept here for tests.
 	compactErr error
 }
+
+// The driver ranks SearchTerms from its own index (termindex.go).
+var _ driver.TermSearcher = (*collection)(nil)
 
 func noEmbedding(context.Context, string) ([]float32, error) {
 	return nil, errors.New("chromem driver: embeddings are computed by the caller")
@@ -411,6 +418,9 @@ func approxSize(r *driver.Record) int64 {
 	for k, v := range r.Metadata {
 		n += len(k) + len(v) + 4
 	}
+	for k := range r.Terms {
+		n += len(k) + 5 // as logged: length, bytes, weight
+	}
 	return int64(n)
 }
 
@@ -471,6 +481,7 @@ func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 		}
 	}
 	c.idx.update(rm, add)
+	c.terms.update(rm, add)
 }
 
 // applyDelete removes records from memory and from the index; the caller
@@ -487,6 +498,7 @@ func (c *collection) applyDelete(ctx context.Context, ids []string) {
 		}
 	}
 	c.idx.update(rm, nil)
+	c.terms.update(rm, nil)
 	if c.chr != nil && len(gone) > 0 {
 		// chromem's Delete reads len(documents) before taking its own lock;
 		// the caller's exclusive mu is what makes this race-free.
@@ -778,6 +790,7 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 		return nil, err
 	}
 	for i := range ms {
+		ms[i].Record.Terms = nil // matches carry no document (driver.Record.Terms)
 		ms[i].Record = out(&ms[i].Record, q.WithVectors)
 	}
 	return ms, nil
@@ -890,6 +903,17 @@ type bounded[T any] struct {
 	next T
 }
 
+// wouldKeep reports whether offer(x) would keep x: a caller with a costly
+// test to make of x (a filter) makes it only then. Like offer, it compares
+// through next, so that x does not escape.
+func (h *bounded[T]) wouldKeep(x T) bool {
+	if len(h.items) < h.k {
+		return true
+	}
+	h.next = x
+	return h.after(&h.items[0], &h.next)
+}
+
 // after reports whether a comes after b in the order.
 func (h *bounded[T]) after(a, b *T) bool { return h.cmp(a, b) > 0 }
 
@@ -911,12 +935,17 @@ func (h *bounded[T]) offer(x T) {
 		return
 	}
 	h.items[0] = h.next
+	h.down(len(h.items))
+}
+
+// down restores the heap order of items[:n] after its root changed.
+func (h *bounded[T]) down(n int) {
 	for i := 0; ; {
 		l, r, w := 2*i+1, 2*i+2, i
-		if l < len(h.items) && h.after(&h.items[l], &h.items[w]) {
+		if l < n && h.after(&h.items[l], &h.items[w]) {
 			w = l
 		}
-		if r < len(h.items) && h.after(&h.items[r], &h.items[w]) {
+		if r < n && h.after(&h.items[r], &h.items[w]) {
 			w = r
 		}
 		if w == i {
@@ -927,8 +956,16 @@ func (h *bounded[T]) offer(x T) {
 	}
 }
 
+// sorted returns the kept items in order, by heapsort in place: the root
+// is the item that comes last, so moving it behind the shrinking heap,
+// over and over, orders the slice. (slices.SortFunc would need a
+// comparator of values, and passing their addresses on to cmp moved every
+// compared pair to the heap: two allocations per comparison.)
 func (h *bounded[T]) sorted() []T {
-	slices.SortFunc(h.items, func(a, b T) int { return h.cmp(&a, &b) })
+	for n := len(h.items) - 1; n > 0; n-- {
+		h.items[0], h.items[n] = h.items[n], h.items[0]
+		h.down(n)
+	}
 	return h.items
 }
 
@@ -1025,6 +1062,7 @@ func (c *collection) Close() error {
 	c.closed = true
 	c.recs = nil
 	c.idx = scopeIndex{}
+	c.terms.reset()
 	c.chr = nil
 	var err error
 	if c.dirDirty {
@@ -1044,7 +1082,7 @@ func (c *collection) Close() error {
 	return err
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)

@@ -101,4 +101,45 @@
 // repeated, widening passes (measured 2-7x slower, BenchmarkQueryTop10).
 // Listing without an indexed field keeps the page's records of a full scan
 // in a bounded heap, O(N log limit).
+//
+// # Term search
+//
+// Record.Terms, a record's lexical document, is logged with the record (a
+// flag bit and the sorted terms after the vector, so that records without
+// one encode exactly as before) and comes back from replay, compaction
+// and Salvage like every other field; the collection holds it once, in
+// the stored record. An older binary cannot read a record that has one
+// (it fails the open as CORRUPT and truncates nothing).
+//
+// The driver implements driver.TermSearcher with an inverted index
+// (termindex.go), so that SearchTerms costs the postings of the query's
+// terms in its corpus, not a read of the corpus. Because a corpus is
+// named by layer and optionally kind, resource and thread, the index keeps
+// one group per (layer, kind, resource, thread) in use, with its document
+// count, its total length (held exactly, so that the average length does
+// not depend on the order of writes) and, per term, its postings (slot,
+// weight) and document frequency. A search adds up the statistics of the
+// groups its corpus spans (a resource-wide corpus lists its groups
+// directly; a layer-wide one iterates the layer's) and scores, group by
+// group, only the documents in the postings of its terms, with
+// driver.BM25's formula and summation order: the answers are
+// driver.RankTerms' exactly whenever its own summation of the document
+// lengths is exact, as it is for any weights of moderate spread. Filters
+// on ids score those records alone; metadata and time filters are tested
+// on the documents good enough for the top K only.
+//
+// Nothing of it is built at open. The first search of a layer counts the
+// layer's documents per group (one pass over the layer's scope-index
+// list); the first search of a corpus builds the postings of its groups
+// (each from the smallest scope-index list holding it). From then on every
+// write maintains what is built, under the collection's lock like the
+// scope index: a write appends to a group's small delta, a deletion leaves
+// a tombstone, and a group is refrozen into its compact layout (a hash
+// table of terms over one array of postings, about 16 bytes a posting
+// with the table) once delta or tombstones reach a fraction of it. Over
+// 100,000 messages of 30 terms, two users of 50,000 in threads of 40, a
+// search of one user's messages (K=50, five terms drawn like the
+// documents', some 78,000 postings) takes about 2 ms, one thread's about
+// 10 µs; the first search of a user builds its postings in about 0.3 s
+// (BenchmarkTermSearch, BenchmarkTermSearchFirst).
 package chromem

@@ -43,6 +43,16 @@ const (
 	opUpsert byte = 1
 	opDelete byte = 2
 
+	// Record flags: ValidFrom (1) and ValidTo (2) follow the creation
+	// time; flagTerms says that the record's document (Record.Terms)
+	// follows its vector. A log written before documents existed has no
+	// flagTerms and reads unchanged. A binary from before then does not
+	// know the flag: it reads the document as the bytes after the record,
+	// which fails the frame as a format error (CORRUPT, nothing truncated)
+	// unless they happen to decode. Unknown flags are refused from now on.
+	flagTerms  byte = 4
+	knownFlags      = 1 | 2 | flagTerms
+
 	frameHeader = 8
 	// maxFrame bounds a frame so a corrupt length cannot make replay
 	// allocate gigabytes.
@@ -77,6 +87,9 @@ func (e *encoder) record(r *driver.Record) {
 	if !r.ValidTo.IsZero() {
 		flags |= 2
 	}
+	if len(r.Terms) > 0 {
+		flags |= flagTerms
+	}
 	e.b = append(e.b, flags)
 	if flags&1 != 0 {
 		e.varint(r.ValidFrom.UnixMicro())
@@ -87,6 +100,15 @@ func (e *encoder) record(r *driver.Record) {
 	e.uvarint(uint64(len(r.Vector)))
 	for _, f := range r.Vector {
 		e.b = binary.LittleEndian.AppendUint32(e.b, math.Float32bits(f))
+	}
+	if flags&flagTerms != 0 {
+		// After the vector, so that a record without a document encodes
+		// exactly as before the field existed. Sorted, like the metadata.
+		e.uvarint(uint64(len(r.Terms)))
+		for _, k := range sortedKeys(r.Terms) {
+			e.str(k)
+			e.b = binary.LittleEndian.AppendUint32(e.b, math.Float32bits(r.Terms[k]))
+		}
 	}
 }
 
@@ -196,6 +218,11 @@ func (d *decoder) record() driver.Record {
 	}
 	r.CreatedAt = micro(d.varint())
 	flags := d.byte1()
+	if flags&^knownFlags != 0 && d.err == nil {
+		// A later format's field: refuse rather than misread what follows.
+		d.err = fmt.Errorf("record %q: unknown flags %#x", r.ID, flags)
+		return r
+	}
 	if flags&1 != 0 {
 		r.ValidFrom = micro(d.varint())
 	}
@@ -215,7 +242,44 @@ func (d *decoder) record() driver.Record {
 			r.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[i*4:]))
 		}
 	}
+	if flags&flagTerms != 0 {
+		r.Terms = d.terms(r.ID)
+	}
 	return r
+}
+
+// terms decodes a record's document. What the portable layer would have
+// refused (an empty or repeated term, a weight that is not finite and > 0,
+// an empty document, which is written as no flag) is a format error: the
+// term index relies on every weight being positive.
+func (d *decoder) terms(id string) driver.Terms {
+	n := d.uvarint()
+	// A term takes at least 6 bytes (length, one byte, weight): bound the
+	// map by what the payload can hold before allocating it.
+	if d.err == nil && (n == 0 || n > uint64(len(d.b))/6) {
+		d.err = errShort
+		if n == 0 {
+			d.err = fmt.Errorf("record %q: empty document", id)
+		}
+	}
+	if d.err != nil {
+		return nil
+	}
+	t := make(driver.Terms, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k := d.str()
+		raw := d.bytes(4)
+		if d.err != nil {
+			break
+		}
+		w := math.Float32frombits(binary.LittleEndian.Uint32(raw))
+		if _, dup := t[k]; k == "" || dup || !(w > 0) || math.IsInf(float64(w), 0) {
+			d.err = fmt.Errorf("record %q: invalid term %q (weight %v)", id, k, w)
+			break
+		}
+		t[k] = w
+	}
+	return t
 }
 
 // entry is one decoded frame.

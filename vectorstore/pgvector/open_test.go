@@ -239,14 +239,15 @@ func TestRevisionMigration(t *testing.T) {
 	// Back to the schema of version 1.
 	table := pgx.Identifier{tableFor(name)}.Sanitize()
 	for _, sql := range []string{
-		"ALTER TABLE " + table + " DROP COLUMN revision",
+		"ALTER TABLE " + table + " DROP COLUMN revision, DROP COLUMN terms",
 		"DROP SEQUENCE " + pgx.Identifier{tableFor(name) + "_rev"}.Sanitize(),
+		"DROP TABLE " + pgx.Identifier{tableFor(name) + "_terms"}.Sanitize() + ", " + pgx.Identifier{tableFor(name) + "_tstats"}.Sanitize(),
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version = 2", "vectorstore/pgvector:"+tableFor(name)); err != nil {
+	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version >= 2", "vectorstore/pgvector:"+tableFor(name)); err != nil {
 		t.Fatal(err)
 	}
 	c, err = OpenCollection(ctx, pool, name, nil, nil)

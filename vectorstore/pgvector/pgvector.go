@@ -120,17 +120,25 @@ func CancelOnServer(c *pgconn.PgConn) ctxwatch.Handler {
 }
 
 type collection struct {
-	pool     *pgxpool.Pool
-	info     driver.Info
-	n        *names
-	opts     Options
-	exact    bool
-	hnsw     bool
-	ownsPool bool
+	pool  *pgxpool.Pool
+	info  driver.Info
+	n     *names
+	opts  Options
+	exact bool
+	hnsw  bool
+	// iterative: the installed pgvector has iterative index scans
+	// (hnsw.iterative_scan, hnsw.max_scan_tuples: 0.8 and later).
+	iterative bool
+	// planCacheMode is set for the statements of Query and SearchTerms
+	// ("force_custom_plan"; see Query). Benchmarks clear it to measure
+	// PostgreSQL's default.
+	planCacheMode string
+	ownsPool      bool
 
 	// SQL expanded once per collection.
 	qGet, qUpsert, qMerge, qTemp, distExact, distIndex string
 	qInsertIf, qUpdateIf, qDeleteIf                    string
+	qDelete, qReconcile, qSweep                        string
 	// Bulk load into an empty table: drop the HNSW index, load, build it
 	// once over all rows (much faster than inserting into the graph row by
 	// row), in the load's transaction.
@@ -205,7 +213,7 @@ func OpenDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	c := &collection{pool: pool, opts: o, exact: o.Exact, ownsPool: o.ClosePool}
+	c := &collection{pool: pool, opts: o, exact: o.Exact, ownsPool: o.ClosePool, planCacheMode: "force_custom_plan"}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 
@@ -222,6 +230,11 @@ func OpenDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 		}); err != nil {
 			return err
 		}
+		var version string
+		if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").Scan(&version); err != nil {
+			return fmt.Errorf("read pgvector version: %w", err)
+		}
+		c.iterative = versionAtLeast(version, 0, 8)
 		return registerTypes(ctx, conn)
 	})
 	if err != nil {
@@ -235,6 +248,21 @@ func OpenDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 	c.n = newNames(o.Schema, table, info.Dimension, hnsw)
 	c.prepareSQL()
 	return c, nil
+}
+
+// versionAtLeast reports whether an extension version "major.minor[.patch]"
+// is at least major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // ensureExtension creates the vector extension if it is missing. The check
@@ -342,6 +370,9 @@ func openInTx(ctx context.Context, tx pgx.Tx, o *Options, cfg driver.Config, tab
 	if err := migrateTx(ctx, tx, tn, component, collectionSteps); err != nil {
 		return info, "", err
 	}
+	if err := termTablesMissing(ctx, tx, tn); err != nil {
+		return info, "", err
+	}
 	info.Dimension, info.Distance = dim, d
 	return info, hnsw, nil
 }
@@ -369,6 +400,10 @@ func recreateIfDropped(ctx context.Context, tx pgx.Tx, n *names, component strin
 	if _, err := tx.Exec(ctx, n.expand("DELETE FROM {migrations} WHERE component = $1"), component); err != nil {
 		return fmt.Errorf("reset migrations of %s: %w", component, err)
 	}
+	// The term index of the lost records goes with them.
+	if _, err := tx.Exec(ctx, n.expand("DROP TABLE IF EXISTS {terms}, {tstats}")); err != nil {
+		return fmt.Errorf("drop term index of %s: %w", component, err)
+	}
 	return nil
 }
 
@@ -376,9 +411,14 @@ func recreateIfDropped(ctx context.Context, tx pgx.Tx, n *names, component strin
 // revision is never written from a record: inserts take it from the
 // column default (nextval of the collection's sequence), updates set it to
 // nextval.
+//
+// matchCols are what Query and SearchTerms matches return: no terms (the
+// portable API leaves Record.Terms nil there, and a document is the
+// largest column after the embedding).
 const (
-	cols    = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to"
-	selCols = cols + ", revision"
+	cols      = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to, terms"
+	selCols   = cols + ", revision"
+	matchCols = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to, revision"
 )
 
 func (c *collection) prepareSQL() {
@@ -386,10 +426,11 @@ func (c *collection) prepareSQL() {
 	c.qGet = n.expand("SELECT " + selCols + ", embedding FROM {table} WHERE id = $1")
 	set := `ON CONFLICT (id) DO UPDATE SET layer = EXCLUDED.layer, kind = EXCLUDED.kind, thread = EXCLUDED.thread,
 	resource = EXCLUDED.resource, content = EXCLUDED.content, metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at,
-	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, embedding = EXCLUDED.embedding, revision = nextval({seq_lit}::regclass)`
+	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, terms = EXCLUDED.terms, embedding = EXCLUDED.embedding,
+	revision = nextval({seq_lit}::regclass)`
 	c.qUpsert = n.expand(`INSERT INTO {table} (` + cols + `, embedding)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]::jsonb[],
-	$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::vector[])
+	$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[]::jsonb[], $12::vector[])
 ` + set)
 	c.qTemp = n.expand(`CREATE TEMP TABLE strata_vec_load (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP`)
 	c.qEmpty = n.expand(`SELECT NOT EXISTS (SELECT 1 FROM {table})`)
@@ -399,7 +440,9 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
 	// The temporary table has the revision default too: its rows drew
 	// their revision when copied in, and a row inserted by the merge keeps
 	// it rather than drawing another.
+	// ORDER BY id: every writer locks records in id order (see terms.go).
 	c.qMerge = n.expand(`INSERT INTO {table} (` + cols + `, embedding, revision) SELECT ` + cols + `, embedding, revision FROM strata_vec_load
+ORDER BY id
 ` + set)
 	// Conditional writes: one statement each, atomic under PostgreSQL's
 	// row locking. INSERT ... ON CONFLICT DO NOTHING waits for a concurrent
@@ -408,16 +451,20 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
 	// second column reads the revision as of the statement's snapshot, for
 	// the conflict message only.
 	c.qInsertIf = n.expand(`WITH w AS (
-	INSERT INTO {table} (` + cols + `, embedding) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11)
+	INSERT INTO {table} (` + cols + `, embedding) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11::text::jsonb, $12)
 	ON CONFLICT (id) DO NOTHING RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
 	c.qUpdateIf = n.expand(`WITH w AS (
 	UPDATE {table} SET layer = $2, kind = $3, thread = $4, resource = $5, content = $6, metadata = $7::text::jsonb,
-		created_at = $8, valid_from = $9, valid_to = $10, embedding = $11, revision = nextval({seq_lit}::regclass)
-	WHERE id = $1 AND revision = $12 RETURNING revision)
+		created_at = $8, valid_from = $9, valid_to = $10, terms = $11::text::jsonb, embedding = $12, revision = nextval({seq_lit}::regclass)
+	WHERE id = $1 AND revision = $13 RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
 	c.qDeleteIf = n.expand(`WITH w AS (DELETE FROM {table} WHERE id = $1 AND revision = $2 RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
+	// Deletes lock their rows in id order, like every write (terms.go).
+	c.qDelete = n.expand(`DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE id = ANY($1) ORDER BY id FOR UPDATE)`)
+	c.qReconcile = n.expand(reconcileSQL)
+	c.qSweep = n.expand(sweepSQL)
 	// Exact search calls the distance functions, which no index can serve:
 	// the planner must scan and sort, so ORDER BY distance, id is exact even
 	// where an incremental sort over the HNSW index would be cheaper. Index
@@ -434,25 +481,65 @@ SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
 
 func (c *collection) Info() driver.Info { return c.info }
 
-// Upsert inserts or replaces recs in one transaction.
+// Upsert inserts or replaces recs in one transaction, with their term
+// index (see terms.go).
 func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
+	// Every writer locks records in id order (terms.go); the caller's
+	// slice keeps its order.
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b driver.Record) int { return strings.Compare(a.ID, b.ID) })
+	ids := make([]string, len(recs))
+	for i := range recs {
+		ids[i] = recs[i].ID
+	}
 	// Upserting the same records again is idempotent, so a failure before
 	// the commit reached the server can be retried as a whole.
 	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
+		var z zeroKeys
+		var err error
 		if c.opts.CopyThreshold > 0 && len(recs) >= c.opts.CopyThreshold {
-			return c.upsertCopy(ctx, conn, recs)
+			err = c.upsertCopy(ctx, conn, recs, ids, &z)
+		} else {
+			err = c.upsertUnnest(ctx, conn, recs, ids, &z)
 		}
-		return c.upsertUnnest(ctx, conn, recs)
+		if err == nil {
+			c.sweep(ctx, conn, &z)
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("pgvector: upsert %d records: %w", len(recs), withCtx(ctx, err))
 	}
 	return nil
+}
+
+// writeBatch runs a write statement and the reconciliation of ids in one
+// pipelined batch: one round trip, one implicit transaction (atomic: an
+// error in either rolls both back). scan reads the write's row, if it
+// returns one; nil for a statement without rows.
+func (c *collection) writeBatch(ctx context.Context, conn *pgx.Conn, sql string, args []any, scan []any, ids []string, z *zeroKeys) error {
+	var batch pgx.Batch
+	batch.Queue(sql, args...)
+	batch.Queue(c.qReconcile, ids)
+	br := conn.SendBatch(ctx, &batch)
+	var err error
+	if scan == nil {
+		_, err = br.Exec()
+	} else {
+		err = br.QueryRow().Scan(scan...)
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(z.scanDest()...)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func metaJSON(m map[string]string) string {
@@ -467,28 +554,30 @@ func tstz(t time.Time) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
 }
 
-// upsertUnnest writes a small batch with one statement (atomic on its own).
-func (c *collection) upsertUnnest(ctx context.Context, conn *pgx.Conn, recs []driver.Record) error {
+// upsertUnnest writes a small batch with one statement and reconciles its
+// term index, in one batch (see writeBatch).
+func (c *collection) upsertUnnest(ctx context.Context, conn *pgx.Conn, recs []driver.Record, ids []string, z *zeroKeys) error {
 	n := len(recs)
-	ids, layers, kinds, threads, resources, contents, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	layers, kinds, threads, resources, contents, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	created, from, to := make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+	terms := make([]*string, n)
 	vecs := make([]pgv.Vector, n)
 	for i := range recs {
 		r := &recs[i]
-		ids[i], layers[i], kinds[i], threads[i], resources[i], contents[i] = r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text
+		layers[i], kinds[i], threads[i], resources[i], contents[i] = r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text
 		metas[i] = metaJSON(r.Metadata)
 		created[i], from[i], to[i] = tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo)
+		terms[i] = termsJSON(r.Terms)
 		vecs[i] = pgv.NewVector(r.Vector)
 	}
-	_, err := conn.Exec(ctx, c.qUpsert, ids, layers, kinds, threads, resources, contents, metas, created, from, to, vecs)
-	return err
+	return c.writeBatch(ctx, conn, c.qUpsert, []any{ids, layers, kinds, threads, resources, contents, metas, created, from, to, terms, vecs}, nil, ids, z)
 }
 
 // upsertCopy bulk-loads a large batch: COPY (binary) into a temporary table,
 // then one INSERT ... ON CONFLICT DO UPDATE merges it, all in a transaction.
 // COPY alone cannot upsert, and row-by-row INSERTs cost a round trip each.
-func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driver.Record) error {
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driver.Record, ids []string, z *zeroKeys) error {
+	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		// Loading an empty table: build the HNSW graph once after the load
 		// instead of inserting every row into it (measured at 10k x 512-d:
 		// about 2 s against 7 s). The index drop takes the table's
@@ -514,7 +603,7 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 		src := pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
 			r := &recs[i]
 			return []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
-				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), pgv.NewVector(r.Vector)}, nil
+				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), pgv.NewVector(r.Vector)}, nil
 		})
 		columns := strings.Split(cols+", embedding", ", ")
 		if direct {
@@ -531,6 +620,9 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 			if _, err := tx.Exec(ctx, c.qMerge); err != nil {
 				return err
 			}
+		}
+		if err := tx.QueryRow(ctx, c.qReconcile, ids).Scan(z.scanDest()...); err != nil {
+			return fmt.Errorf("index terms: %w", err)
 		}
 		if rebuild {
 			// Room for the whole graph in memory: pgvector builds much
@@ -561,7 +653,7 @@ func (c *collection) UpsertIf(ctx context.Context, rec driver.Record, expected i
 	defer cancel()
 	r := &rec
 	args := []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
-		tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), pgv.NewVector(r.Vector)}
+		tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), pgv.NewVector(r.Vector)}
 	sql := c.qInsertIf
 	if expected > 0 {
 		sql = c.qUpdateIf
@@ -569,7 +661,12 @@ func (c *collection) UpsertIf(ctx context.Context, rec driver.Record, expected i
 	}
 	var written, seen *int64
 	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, sql, args...).Scan(&written, &seen)
+		var z zeroKeys
+		err := c.writeBatch(ctx, conn, sql, args, []any{&written, &seen}, []string{rec.ID}, &z)
+		if err == nil {
+			c.sweep(ctx, conn, &z)
+		}
+		return err
 	})
 	if err != nil {
 		return 0, c.fail(ctx, "upsert if", err)
@@ -587,7 +684,12 @@ func (c *collection) DeleteIf(ctx context.Context, id string, expected int64) er
 	defer cancel()
 	var deleted, seen *int64
 	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, c.qDeleteIf, id, expected).Scan(&deleted, &seen)
+		var z zeroKeys
+		err := c.writeBatch(ctx, conn, c.qDeleteIf, []any{id, expected}, []any{&deleted, &seen}, []string{id}, &z)
+		if err == nil {
+			c.sweep(ctx, conn, &z)
+		}
+		return err
 	})
 	if err != nil {
 		return c.fail(ctx, "delete if", err)
@@ -616,7 +718,7 @@ func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, e
 		if err != nil {
 			return err
 		}
-		recs, err := scanRecords(rows, true, false)
+		recs, err := scanRecords(rows, true, true, false)
 		if err != nil {
 			return err
 		}
@@ -640,7 +742,11 @@ func (c *collection) Delete(ctx context.Context, ids []string) error {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, c.n.expand("DELETE FROM {table} WHERE id = ANY($1)"), ids)
+		var z zeroKeys
+		err := c.writeBatch(ctx, conn, c.qDelete, []any{ids}, nil, ids, &z)
+		if err == nil {
+			c.sweep(ctx, conn, &z)
+		}
 		return err
 	})
 	return c.fail(ctx, "delete", err)
@@ -654,16 +760,36 @@ func (c *collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, err
 	defer cancel()
 	var b sqlBuilder
 	where := b.filter(&f)
-	var n int64
+	// The rows are locked in id order (terms.go), then their postings
+	// reconciled, in one transaction.
+	sql := c.n.expand("DELETE FROM {table} WHERE id IN (SELECT id FROM {table}" + where + " ORDER BY id FOR UPDATE) RETURNING id")
+	var n int
 	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
-		tag, err := conn.Exec(ctx, c.n.expand("DELETE FROM {table}"+where), b.args...)
-		n = tag.RowsAffected()
+		var z zeroKeys
+		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, sql, b.args...)
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			n = len(ids)
+			if n == 0 {
+				return nil
+			}
+			return tx.QueryRow(ctx, c.qReconcile, ids).Scan(z.scanDest()...)
+		})
+		if err == nil {
+			c.sweep(ctx, conn, &z)
+		}
 		return err
 	})
 	if err != nil {
 		return 0, c.fail(ctx, "delete where", err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // Count returns the number of records matching f.
@@ -711,7 +837,7 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 		if err != nil {
 			return err
 		}
-		ms, err := scanRecords(rows, q.WithVectors, false)
+		ms, err := scanRecords(rows, true, q.WithVectors, false)
 		out = out[:0]
 		for _, m := range ms {
 			out = append(out, m.Record)
@@ -728,12 +854,23 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 //
 // Exact mode orders by (distance, id) in SQL. Index mode asks the planner for
 // ORDER BY distance LIMIT n, which it may serve from the HNSW index, with
-// hnsw.ef_search raised to n and hnsw.iterative_scan = strict_order so that a
-// filter that rejects many candidates still yields n rows in distance order.
-// The index does not order equal distances, so, as the Qdrant driver does,
-// the request widens until the K-th match scores strictly better than the
-// last row returned (no unseen row can then tie it) or the table ran out of
-// matching rows, and ties are broken by id here.
+// hnsw.ef_search raised to n and, where pgvector has them (0.8 and later),
+// hnsw.iterative_scan = strict_order so that a filter that rejects many
+// candidates still yields n rows in distance order. Without iterative
+// scans, an index answer short of n rows under a filter is asked again
+// exactly: the index may have dropped matching rows after its ef_search
+// candidates. The index does not order equal distances, so, as the Qdrant
+// driver does, the request widens until the K-th match scores strictly
+// better than the last row returned (no unseen row can then tie it) or the
+// table ran out of matching rows, and ties are broken by id here.
+//
+// Both run with plan_cache_mode = force_custom_plan: pgx prepares
+// statements, and after five executions PostgreSQL may switch to a generic
+// plan, which cannot see the filter's values. For the scope filter of the
+// memory layers (metadata @> {"scope": ...}, true of nearly every row) the
+// generic plan estimated 1% of the rows, took the GIN index and sorted
+// every matching row by distance: 492 ms against 56 ms for the custom
+// plan's HNSW scan at 100k records (BenchmarkQueryScope has the figures).
 func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.Match, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -741,21 +878,24 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 	var b sqlBuilder
 	b.arg(vec) // $1, referenced by the distance expressions
 	where := b.filter(&q.Filter)
-	sel := "SELECT " + selCols
+	sel := "SELECT " + matchCols
 	if q.WithVectors {
 		sel += ", embedding"
 	}
+	var settings []string
+	if c.planCacheMode != "" {
+		settings = append(settings, "plan_cache_mode", c.planCacheMode)
+	}
 	var out []driver.Match
+	scan := func(rows pgx.Rows) (err error) {
+		out, err = scanRecords(rows, false, q.WithVectors, true)
+		return err
+	}
 	if c.exact || !c.hnsw {
 		limit := b.arg(q.K)
 		sql := c.n.expand(sel + ", " + c.distExact + " AS d FROM {table}" + where + " ORDER BY d, id LIMIT " + limit)
 		err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
-			rows, err := conn.Query(ctx, sql, b.args...)
-			if err != nil {
-				return err
-			}
-			out, err = scanRecords(rows, q.WithVectors, true)
-			return err
+			return readWith(ctx, conn, settings, sql, b.args, scan)
 		})
 		if err != nil {
 			return nil, c.fail(ctx, "query", err)
@@ -770,28 +910,27 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 	for {
 		b.args[limitIdx] = n
 		ef := min(max(c.opts.EfSearch, n), maxEfSearch)
+		// The settings are SET LOCAL (set_config(..., true)): they end
+		// with the query's transaction, so a pooled connection never
+		// carries them to another query. max_scan_tuples bounds the
+		// iterative scan (20000 by default); it is raised with the
+		// request so a large K under a selective filter is not cut short.
+		set := append(slices.Clone(settings), "hnsw.ef_search", strconv.Itoa(ef))
+		if c.iterative {
+			set = append(set, "hnsw.iterative_scan", "strict_order", "hnsw.max_scan_tuples", strconv.Itoa(max(20000, 4*n)))
+		}
 		err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
-			return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-				// set_config(..., true) is SET LOCAL with parameters: the
-				// settings end with this transaction, so a pooled
-				// connection never carries them to another query.
-				// max_scan_tuples bounds the iterative scan (20000 by
-				// default); raise it with the request so a large K under
-				// a selective filter is not cut short.
-				if _, err := tx.Exec(ctx, "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.max_scan_tuples', $2, true)",
-					strconv.Itoa(ef), strconv.Itoa(max(20000, 4*n))); err != nil {
-					return err
-				}
-				rows, err := tx.Query(ctx, sql, b.args...)
-				if err != nil {
-					return err
-				}
-				out, err = scanRecords(rows, q.WithVectors, true)
-				return err
-			})
+			return readWith(ctx, conn, set, sql, b.args, scan)
 		})
 		if err != nil {
 			return nil, c.fail(ctx, "query", err)
+		}
+		if !c.iterative && len(out) < n && !q.Filter.IsZero() {
+			// Without iterative scans a short answer may be the filter
+			// rejecting the index's candidates: ask exactly.
+			exact := *c
+			exact.exact = true
+			return exact.Query(ctx, q)
 		}
 		c.scores(out)
 		slices.SortFunc(out, func(a, b driver.Match) int { return driver.CompareMatches(&a, &b) })
@@ -803,6 +942,37 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 		}
 		n *= 2
 	}
+}
+
+// readWith runs sql after set_config(name, value, true) of each name/value
+// pair of settings, in one pipelined batch: one round trip and one implicit
+// transaction, which is what the settings last. scan reads the rows.
+func readWith(ctx context.Context, conn *pgx.Conn, settings []string, sql string, args []any, scan func(pgx.Rows) error) error {
+	var batch pgx.Batch
+	if len(settings) > 0 {
+		var sb sqlBuilder
+		calls := make([]string, 0, len(settings)/2)
+		for i := 0; i+1 < len(settings); i += 2 {
+			calls = append(calls, "set_config("+sb.arg(settings[i])+", "+sb.arg(settings[i+1])+", true)")
+		}
+		batch.Queue("SELECT "+strings.Join(calls, ", "), sb.args...)
+	}
+	batch.Queue(sql, args...)
+	br := conn.SendBatch(ctx, &batch)
+	if len(settings) > 0 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err == nil {
+		err = scan(rows)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // scores turns the distances scanned into Match.Score into similarities.
@@ -825,9 +995,10 @@ func (c *collection) Close() error {
 	return nil
 }
 
-// scanRecords reads rows of selCols [, embedding] [, d]. With dist, the
-// distance goes to Match.Score.
-func scanRecords(rows pgx.Rows, withVec, dist bool) ([]driver.Match, error) {
+// scanRecords reads rows of selCols (withTerms) or matchCols, then
+// [, embedding] [, d]. With dist, the distance (or score) goes to
+// Match.Score.
+func scanRecords(rows pgx.Rows, withTerms, withVec, dist bool) ([]driver.Match, error) {
 	defer rows.Close()
 	var out []driver.Match
 	for rows.Next() {
@@ -835,10 +1006,15 @@ func scanRecords(rows pgx.Rows, withVec, dist bool) ([]driver.Match, error) {
 			m        driver.Match
 			r        = &m.Record
 			meta     []byte
+			terms    []byte
 			from, to *time.Time
 			vec      pgv.Vector
 		)
-		dst := []any{&r.ID, &r.Layer, &r.Kind, &r.Scope.Thread, &r.Scope.Resource, &r.Text, &meta, &r.CreatedAt, &from, &to, &r.Revision}
+		dst := []any{&r.ID, &r.Layer, &r.Kind, &r.Scope.Thread, &r.Scope.Resource, &r.Text, &meta, &r.CreatedAt, &from, &to}
+		if withTerms {
+			dst = append(dst, &terms)
+		}
+		dst = append(dst, &r.Revision)
 		if withVec {
 			dst = append(dst, &vec)
 		}
@@ -852,6 +1028,13 @@ func scanRecords(rows pgx.Rows, withVec, dist bool) ([]driver.Match, error) {
 			if err := json.Unmarshal(meta, &r.Metadata); err != nil {
 				return nil, driver.Errorf(driver.CodeCorrupt, "read", "metadata", "record %q: metadata is not an object of strings: %v", r.ID, err)
 			}
+		}
+		if withTerms {
+			t, err := decodeTerms(r.ID, terms)
+			if err != nil {
+				return nil, err
+			}
+			r.Terms = t
 		}
 		r.CreatedAt = r.CreatedAt.UTC()
 		if from != nil {
@@ -969,7 +1152,7 @@ func DropCollection(ctx context.Context, pool *pgxpool.Pool, schema, name string
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, n.expand("DROP TABLE IF EXISTS {table}")); err != nil {
+		if _, err := tx.Exec(ctx, n.expand("DROP TABLE IF EXISTS {table}, {terms}, {tstats}")); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, n.expand("DROP SEQUENCE IF EXISTS {seq}")); err != nil {

@@ -95,7 +95,59 @@ CREATE INDEX IF NOT EXISTS {idx_meta} ON {table} USING gin (metadata jsonb_path_
 CREATE SEQUENCE IF NOT EXISTS {seq} AS bigint START 2;
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS revision bigint NOT NULL DEFAULT 1;
 ALTER TABLE {table} ALTER COLUMN revision SET DEFAULT nextval({seq_lit}::regclass)`},
+	// The lexical index (see termsSQL). Rows written before this step have
+	// no terms (NULL), hence no postings: nothing to backfill.
+	{3, "add term index", termsSQL},
 }
+
+// termsSQL creates the lexical index of a collection: the terms column of
+// the records table (a jsonb object term -> weight, NULL for a record
+// without a document), the postings table and the statistics table. It is
+// idempotent, so recreateTermTables can run it again.
+//
+// Postings ({terms}): one row per (record, term) with the weight and,
+// denormalised from the record, the document length and the corpus fields,
+// so that scoring reads one index and joins nothing. Its index leads with
+// (layer, term, resource, thread): a corpus that names a resource (and a
+// thread) is one range per query term, whatever the other resources hold;
+// INCLUDE makes the scan index-only.
+//
+// Statistics ({tstats}): keyed by (layer, term, resource, thread, kind).
+// Rows of the empty term count the documents (n) and sum their lengths (len, numeric:
+// increments and decrements cancel exactly, no drift); the other rows hold
+// a term's document frequency (n) and bounds for pruning: maxtf is at least
+// the largest weight and mindl at most the smallest document length among
+// the documents that hold the term (bounds only: a delete does not tighten
+// them; a row that fell to n = 0 starts afresh). Rows of the empty thread roll up the
+// whole resource (every thread, and records without one); the others
+// count one thread. Every text column is COLLATE "C": byte order and
+// memcmp comparisons, like Go's.
+const termsSQL = `
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS terms jsonb;
+CREATE TABLE IF NOT EXISTS {terms} (
+	id       text COLLATE "C" NOT NULL,
+	term     text COLLATE "C" NOT NULL,
+	tf       real             NOT NULL,
+	dl       double precision NOT NULL,
+	layer    text COLLATE "C" NOT NULL,
+	kind     text COLLATE "C" NOT NULL,
+	resource text COLLATE "C" NOT NULL,
+	thread   text COLLATE "C" NOT NULL,
+	CONSTRAINT {idx_tpk} PRIMARY KEY (id, term) INCLUDE (tf, dl)
+);
+CREATE INDEX IF NOT EXISTS {idx_tix} ON {terms} (layer, term, resource, thread, kind) INCLUDE (id, tf, dl);
+CREATE TABLE IF NOT EXISTS {tstats} (
+	layer    text COLLATE "C" NOT NULL,
+	term     text COLLATE "C" NOT NULL,
+	resource text COLLATE "C" NOT NULL,
+	thread   text COLLATE "C" NOT NULL,
+	kind     text COLLATE "C" NOT NULL,
+	n        bigint           NOT NULL,
+	len      numeric          NOT NULL DEFAULT 0,
+	maxtf    real,
+	mindl    double precision,
+	CONSTRAINT {idx_tspk} PRIMARY KEY (layer, term, resource, thread, kind)
+) WITH (fillfactor = 80)`
 
 // latest returns the last version of steps.
 func latest(steps []step) int { return steps[len(steps)-1].version }
@@ -169,6 +221,13 @@ func newNames(schema, table string, dim int, hnsw string) *names {
 		"{idx_layer}", idx("_layer"),
 		"{idx_meta}", idx("_meta"),
 		"{idx_hnsw}", idx("_hnsw"),
+		// The lexical index: suffixes short enough that even the longest
+		// table name (55 bytes) gives names within the 63-byte limit.
+		"{terms}", n.q(table + "_terms"),
+		"{tstats}", n.q(table + "_tstats"),
+		"{idx_tpk}", idx("_tpk"),
+		"{idx_tix}", idx("_tix"),
+		"{idx_tspk}", idx("_tspk"),
 	}
 	// The index statement has placeholders of its own: expand it first.
 	hnsw = strings.NewReplacer(pairs...).Replace(hnsw)
