@@ -311,8 +311,8 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 	}
 	type pkey struct{ id, term string }
 	type posting struct {
-		tf                              float32
-		dl                              float64
+		tf                            float32
+		dl                            float64
 		layer, kind, resource, thread string
 	}
 	wantP := map[pkey]posting{}
