@@ -3,7 +3,6 @@ package chromem
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -106,35 +105,24 @@ func termBenchQueryTerms() []map[string]float64 {
 }
 
 var termBenchCases = []struct {
-	name      string
-	f         driver.Filter
-	noPruning bool // score every posting (scoreGroups), for comparison
+	name string
+	f    driver.Filter
 }{
-	// 50,000 documents over 1,250 thread groups.
-	{"resource", driver.Filter{Layer: "episodic", Resource: "u1"}, false},
-	{"resource-nopruning", driver.Filter{Layer: "episodic", Resource: "u1"}, true},
-	// 40 documents.
-	{"thread", driver.Filter{Layer: "episodic", Resource: "u1", Thread: "u1-t0007"}, false},
-	// All 100,000.
-	{"layer", driver.Filter{Layer: "episodic"}, false},
-	// A filter no document passes: every candidate is tested.
-	{"resource+metadata", driver.Filter{Layer: "episodic", Resource: "u1", Metadata: map[string]string{"lang": "en"}}, false},
+	{"resource", driver.Filter{Layer: "episodic", Resource: "u1"}},                                                     // 50,000 documents over 1,250 thread groups
+	{"thread", driver.Filter{Layer: "episodic", Resource: "u1", Thread: "u1-t0007"}},                                   // 40 documents
+	{"layer", driver.Filter{Layer: "episodic"}},                                                                        // all 100,000
+	{"resource+metadata", driver.Filter{Layer: "episodic", Resource: "u1", Metadata: map[string]string{"lang": "en"}}}, // narrowed to nothing
 }
 
 // BenchmarkTermSearch is SearchTerms (K=50, 5 terms) with every group
 // built (the steady state: warmed up by one pass over the queries). It
-// reports the corpus size and the postings of the query's terms in it
-// (what scoreGroups reads; scorePruned reads some 7% of them here).
+// reports the corpus size and the postings visited per search.
 func BenchmarkTermSearch(b *testing.B) {
 	c := termBenchCollection(b)
 	ctx := context.Background()
 	queries := termBenchQueryTerms()
 	for _, tc := range termBenchCases {
 		b.Run(tc.name, func(b *testing.B) {
-			if tc.noPruning {
-				defer func(v int) { prunedMinPostings = v }(prunedMinPostings)
-				prunedMinPostings = math.MaxInt
-			}
 			q := driver.TermQuery{K: 50, K1: 1.2, B: 0.75, Filter: tc.f}
 			var docs, postings int
 			for _, terms := range queries { // warm-up: builds the groups
@@ -170,8 +158,7 @@ func BenchmarkTermSearchFirst(b *testing.B) {
 	c := termBenchCollection(b)
 	ctx := context.Background()
 	terms := termBenchQueryTerms()[0]
-	for _, i := range []int{0, 2, 3} {
-		tc := termBenchCases[i]
+	for _, tc := range termBenchCases[:3] {
 		b.Run(tc.name, func(b *testing.B) {
 			q := driver.TermQuery{Terms: terms, K: 50, K1: 1.2, B: 0.75, Filter: tc.f}
 			for b.Loop() {

@@ -80,10 +80,10 @@ func matchIDs(ms []driver.Match) []string {
 // requires the same answer bit for bit, and returns it.
 func searchBoth(t *testing.T, c *collection, q driver.TermQuery) driver.TermResult {
 	t.Helper()
-	defer func(v int, n bool) { prunedMinPostings, pruneNarrowed = v, n }(prunedMinPostings, pruneNarrowed)
+	defer func(v int) { prunedMinPostings = v }(prunedMinPostings)
 	prunedMinPostings = math.MaxInt
 	byGroups := searchT(t, c, q)
-	prunedMinPostings, pruneNarrowed = 0, true
+	prunedMinPostings = 0
 	pruned := searchT(t, c, q)
 	sameResult(t, pruned, byGroups, q, fmt.Sprintf("pruned vs by groups, %+v", q))
 	return pruned

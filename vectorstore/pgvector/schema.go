@@ -102,13 +102,12 @@ ALTER TABLE {table} ALTER COLUMN revision SET DEFAULT nextval({seq_lit}::regclas
 
 // termsSQL creates the lexical index of a collection: the terms column of
 // the records table (a jsonb object term -> weight, NULL for a record
-// without a document) and its sketch (term_sketch, see sketch.go), the
-// postings table and the statistics table. It is idempotent, so
-// termTablesMissing can run it again.
+// without a document), the postings table and the statistics table. It is
+// idempotent, so recreateTermTables can run it again.
 //
 // Postings ({terms}): one row per (record, term) with the weight and,
-// denormalised from the record, the document length, its sketch and the
-// corpus fields, so that scoring reads one index and joins nothing. Its index leads with
+// denormalised from the record, the document length and the corpus fields,
+// so that scoring reads one index and joins nothing. Its index leads with
 // (layer, term, resource, thread): a corpus that names a resource (and a
 // thread) is one range per query term, whatever the other resources hold;
 // INCLUDE makes the scan index-only.
@@ -124,20 +123,19 @@ ALTER TABLE {table} ALTER COLUMN revision SET DEFAULT nextval({seq_lit}::regclas
 // count one thread. Every text column is COLLATE "C": byte order and
 // memcmp comparisons, like Go's.
 const termsSQL = `
-ALTER TABLE {table} ADD COLUMN IF NOT EXISTS terms jsonb, ADD COLUMN IF NOT EXISTS term_sketch bytea;
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS terms jsonb;
 CREATE TABLE IF NOT EXISTS {terms} (
 	id       text COLLATE "C" NOT NULL,
 	term     text COLLATE "C" NOT NULL,
 	tf       real             NOT NULL,
 	dl       double precision NOT NULL,
-	sketch   bytea            NOT NULL,
 	layer    text COLLATE "C" NOT NULL,
 	kind     text COLLATE "C" NOT NULL,
 	resource text COLLATE "C" NOT NULL,
 	thread   text COLLATE "C" NOT NULL,
 	CONSTRAINT {idx_tpk} PRIMARY KEY (id, term) INCLUDE (tf, dl)
 );
-CREATE INDEX IF NOT EXISTS {idx_tix} ON {terms} (layer, term, resource, thread, kind) INCLUDE (id, tf, dl, sketch);
+CREATE INDEX IF NOT EXISTS {idx_tix} ON {terms} (layer, term, resource, thread, kind) INCLUDE (id, tf, dl);
 CREATE TABLE IF NOT EXISTS {tstats} (
 	layer    text COLLATE "C" NOT NULL,
 	term     text COLLATE "C" NOT NULL,

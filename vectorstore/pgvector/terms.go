@@ -72,7 +72,7 @@ func decodeTerms(id string, b []byte) (driver.Terms, error) {
 // record with the same document writes no index row.
 const reconcileSQL = `WITH
 cur AS (
-	SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.term_sketch AS sketch,
+	SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf,
 		r.layer COLLATE "C" AS layer, r.kind COLLATE "C" AS kind,
 		r.resource COLLATE "C" AS resource, r.thread COLLATE "C" AS thread
 	FROM {table} r CROSS JOIN LATERAL jsonb_each(r.terms) t
@@ -80,28 +80,28 @@ cur AS (
 ),
 np AS (
 	SELECT id, term, tf, sum(tf::float8) OVER (PARTITION BY id ORDER BY term ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS dl,
-		sketch, layer, kind, resource, thread
+		layer, kind, resource, thread
 	FROM cur
 ),
 op AS (
-	SELECT id, term, tf, dl, sketch, layer, kind, resource, thread FROM {terms} WHERE id = ANY($1::text[])
+	SELECT id, term, tf, dl, layer, kind, resource, thread FROM {terms} WHERE id = ANY($1::text[])
 ),
 ch AS (
 	SELECT coalesce(n.id, o.id) AS id, coalesce(n.term, o.term) AS term, n.id IS NOT NULL AS isnew, o.id IS NOT NULL AS isold,
-		n.tf AS ntf, n.dl AS ndl, n.sketch AS nsketch, n.layer AS nlayer, n.kind AS nkind, n.resource AS nresource, n.thread AS nthread,
+		n.tf AS ntf, n.dl AS ndl, n.layer AS nlayer, n.kind AS nkind, n.resource AS nresource, n.thread AS nthread,
 		o.layer AS olayer, o.kind AS okind, o.resource AS oresource, o.thread AS othread
 	FROM np n FULL JOIN op o ON o.id = n.id AND o.term = n.term
 	WHERE n.id IS NULL OR o.id IS NULL
-		OR (n.tf, n.dl, n.sketch, n.layer, n.kind, n.resource, n.thread) IS DISTINCT FROM (o.tf, o.dl, o.sketch, o.layer, o.kind, o.resource, o.thread)
+		OR (n.tf, n.dl, n.layer, n.kind, n.resource, n.thread) IS DISTINCT FROM (o.tf, o.dl, o.layer, o.kind, o.resource, o.thread)
 ),
 del AS (
 	DELETE FROM {terms} p USING ch WHERE NOT ch.isnew AND p.id = ch.id AND p.term = ch.term
 ),
 ins AS (
-	INSERT INTO {terms} AS p (id, term, tf, dl, sketch, layer, kind, resource, thread)
-	SELECT id, term, ntf, ndl, nsketch, nlayer, nkind, nresource, nthread FROM ch WHERE isnew
+	INSERT INTO {terms} AS p (id, term, tf, dl, layer, kind, resource, thread)
+	SELECT id, term, ntf, ndl, nlayer, nkind, nresource, nthread FROM ch WHERE isnew
 	ORDER BY id, term
-	ON CONFLICT (id, term) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl, sketch = EXCLUDED.sketch, layer = EXCLUDED.layer,
+	ON CONFLICT (id, term) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl, layer = EXCLUDED.layer,
 		kind = EXCLUDED.kind, resource = EXCLUDED.resource, thread = EXCLUDED.thread
 ),
 docs AS (SELECT DISTINCT id FROM ch),
@@ -146,10 +146,10 @@ const sweepSQL = `DELETE FROM {tstats} WHERE n = 0 AND (layer, term, resource, t
 
 // rebuildSQL fills empty term tables from the records table: postings from
 // every record's terms, then the statistics from the postings.
-const rebuildSQL = `INSERT INTO {terms} (id, term, tf, dl, sketch, layer, kind, resource, thread)
+const rebuildSQL = `INSERT INTO {terms} (id, term, tf, dl, layer, kind, resource, thread)
 SELECT id, term, tf, sum(tf::float8) OVER (PARTITION BY id ORDER BY term ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING),
-	sketch, layer, kind, resource, thread
-FROM (SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.term_sketch AS sketch, r.layer, r.kind, r.resource, r.thread
+	layer, kind, resource, thread
+FROM (SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.layer, r.kind, r.resource, r.thread
 	FROM {table} r CROSS JOIN LATERAL jsonb_each(r.terms) t WHERE r.terms IS NOT NULL) x;
 INSERT INTO {tstats} (layer, term, resource, thread, kind, n, len, maxtf, mindl)
 SELECT d.layer, d.term, d.resource, v.thread, d.kind, count(*), sum(d.dlen), max(d.tf), min(d.dl)
@@ -362,7 +362,7 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 				}
 				theta := 0.0
 				if cum >= q.K && seed < len(byUB) {
-					tsql, targs := r.thresholdSQL(byUB[:seed], byUB[seed:])
+					tsql, targs := r.thresholdSQL(byUB[:seed])
 					var th *float64
 					if err := tx.QueryRow(ctx, tsql, targs...).Scan(&th); err != nil {
 						return err
@@ -378,9 +378,6 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 				for ess > 0 && rest+byUB[ess-1].ub < theta {
 					rest += byUB[ess-1].ub
 					ess--
-				}
-				if debugSQL != nil {
-					fmt.Println("theta", theta, "seed", seed, "cum", cum, "ess", ess, "rest", rest, "byUB", byUB)
 				}
 				if ess == len(byUB) {
 					sql, args = r.exhaustiveSQL()
@@ -519,56 +516,22 @@ pick AS (SELECT elig.id FROM elig, kth WHERE elig.s >= kth.t)`
 	return r.finish(sql)
 }
 
-// bounds is the sum, over the terms of others, of what each can give the
-// document of alias (columns dl and sketch): the weight bound of the
-// term's sketch bucket (at most the corpus' maxtf), saturated at the
-// document's length, times w·IDF; 0 for a bucket the document leaves
-// empty.
-func (r *termRanker) bounds(alias string, others []qterm) string {
-	if len(others) == 0 {
-		return "0"
+// thresholdSQL returns a lower bound of the K-th best score: the K best
+// documents of the seed terms' postings by partial score, scored exactly;
+// the least of their scores (NULL with fewer than K).
+func (r *termRanker) thresholdSQL(seed []qterm) (string, []any) {
+	sql := r.begin()
+	seedTerms := make([]string, len(seed))
+	for i, x := range seed {
+		seedTerms[i] = x.term
 	}
-	var parts []string
-	for _, x := range others {
-		code := "get_byte(" + alias + ".sketch, " + r.b.arg(sketchBucket(x.term)) + "::int)"
-		if x.maxtf <= 0 {
-			parts = append(parts, "(CASE "+code+" WHEN 0 THEN 0 ELSE "+r.b.arg(x.ub)+"::float8 END)")
-			continue
-		}
-		maxtf := r.b.arg(x.maxtf) + "::float8"
-		tf := "(CASE " + code + " WHEN 0 THEN 0 WHEN 255 THEN " + maxtf + " ELSE least(" + maxtf + ", power(2::float8, (" + code + " - 128)::float8 / 8)) END)"
-		wi := r.b.arg(x.wi*(1+pruneSlack)) + "::float8"
-		parts = append(parts, wi+" * "+tf+" * ("+r.pK1+" + 1) / ("+tf+" + "+r.pK1+" * (1 - "+r.pB+" + "+r.pB+" * "+alias+".dl / "+r.pAvg+"))")
-	}
-	return strings.Join(parts, "\n\t\t+ ")
-}
-
-// partial aggregates the postings of terms (a subset of the query's) per
-// document of the corpus: partial score, length and sketch.
-func (r *termRanker) partial(terms []qterm) string {
-	names := make([]string, len(terms))
-	for i, x := range terms {
-		names[i] = x.term
-	}
-	return `SELECT p.id, p.dl, p.sketch, sum(` + r.contrib() + `) AS part
+	sql += `seed AS (
+	SELECT p.id, sum(` + r.contrib() + `) AS part
 	FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
-	WHERE q.term = ANY(` + r.b.arg(names) + `::text[])
-	GROUP BY p.id, p.dl, p.sketch`
-}
-
-// thresholdSQL returns a lower bound of the K-th best score: the K
-// documents of the seed terms' postings with the highest bounds (partial
-// score plus the other terms' bounds), scored exactly; the least of their
-// scores (NULL with fewer than K).
-func (r *termRanker) thresholdSQL(seed, others []qterm) (string, []any) {
-	sql := r.begin() + `seed AS (
-	` + r.partial(seed) + `
+	WHERE q.term = ANY(` + r.b.arg(seedTerms) + `::text[])
+	GROUP BY p.id
 ),
-best AS (
-	SELECT seed.id FROM seed WHERE true` + r.eligible("seed.id", false) + `
-	ORDER BY seed.part + ` + r.bounds("seed", others) + ` DESC
-	LIMIT ` + r.pK + `
-),
+best AS (SELECT seed.id FROM seed WHERE true` + r.eligible("seed.id", false) + ` ORDER BY seed.part DESC LIMIT ` + r.pK + `),
 exact AS (
 	SELECT p.id, sum(` + r.contrib() + `) AS score
 	FROM {terms} p JOIN q ON q.term = p.term
@@ -580,17 +543,36 @@ SELECT CASE WHEN count(*) >= ` + r.pK + ` THEN min(score) END FROM exact`
 }
 
 // maxScoreSQL ranks with the essential terms ess and the common terms ne
-// under threshold theta (see SearchTerms): the candidates hold an
-// essential term, and are kept if their partial score plus the common
-// terms' bounds reaches the threshold.
+// under threshold theta (see SearchTerms). A candidate's bound is its
+// partial score over ess plus, for each common term, what the term could
+// give a document of its length.
 func (r *termRanker) maxScoreSQL(ess, ne []qterm, theta float64) (string, []any) {
-	sql := r.begin() + `cand AS (
-	` + r.partial(ess) + `
+	sql := r.begin()
+	essTerms := make([]string, len(ess))
+	for i, x := range ess {
+		essTerms[i] = x.term
+	}
+	// The common terms' bounds, unrolled: wi·maxtf·(k1+1)/(maxtf + k1·(1-b+b·dl/avg)).
+	var bound []string
+	for _, x := range ne {
+		if x.maxtf <= 0 {
+			bound = append(bound, r.b.arg(x.ub)+"::float8")
+			continue
+		}
+		wi, tf := r.b.arg(x.wi*(1+pruneSlack))+"::float8", r.b.arg(x.maxtf)+"::float8"
+		bound = append(bound, wi+" * "+tf+" * ("+r.pK1+" + 1) / ("+tf+" + "+r.pK1+" * (1 - "+r.pB+" + "+r.pB+" * cand.dl / "+r.pAvg+"))")
+	}
+	if len(bound) == 0 {
+		bound = []string{"0"}
+	}
+	sql += `cand AS (
+	SELECT p.id, min(p.dl) AS dl, sum(` + r.contrib() + `) AS part
+	FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
+	WHERE q.term = ANY(` + r.b.arg(essTerms) + `::text[])
+	GROUP BY p.id
 ),
 pick AS (
-	SELECT cand.id FROM cand
-	WHERE cand.part + ` + r.bounds("cand", ne) + `
-		>= ` + r.b.arg(theta) + `::float8` + r.eligible("cand.id", false) + `
+	SELECT cand.id FROM cand WHERE cand.part + ` + strings.Join(bound, " + ") + ` >= ` + r.b.arg(theta) + `::float8` + r.eligible("cand.id", false) + `
 )`
 	return r.finish(sql)
 }

@@ -201,9 +201,7 @@ func TestSearchTermsReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTermIndex(t, c)
-	// Every path: pruning always (no exhaustive ranking), and the default
-	// (these corpora are small enough to be ranked exhaustively).
-	forPaths(t, func() { randomQueries(t, c, recs, r, 200) })
+	randomQueries(t, c, recs, r, 300)
 
 	// Replace a third (new documents, moved scopes, documents dropped),
 	// delete some, and ask again.
@@ -250,19 +248,7 @@ func TestSearchTermsReference(t *testing.T) {
 		recs = append(recs, rec)
 	}
 	checkTermIndex(t, c)
-	forPaths(t, func() { randomQueries(t, c, recs, r, 150) })
-}
-
-// forPaths runs fn with the rankings pruned whatever the corpus, then with
-// the default choice.
-func forPaths(t *testing.T, fn func()) {
-	t.Helper()
-	old := exhaustiveMax
-	defer func() { exhaustiveMax = old }()
-	exhaustiveMax = 0
-	fn()
-	exhaustiveMax = old
-	fn()
+	randomQueries(t, c, recs, r, 200)
 }
 
 // TestSearchTermsTiesAtK: identical documents tie exactly and are cut at
@@ -282,10 +268,7 @@ func TestSearchTermsTiesAtK(t *testing.T) {
 	if err := c.Upsert(ctx, recs...); err != nil {
 		t.Fatal(err)
 	}
-	old := exhaustiveMax
-	defer func() { exhaustiveMax = old }()
-	for i, k := range []int{1, 3, 4, 5, 7, 40, 1, 3, 4, 5, 7, 40} {
-		exhaustiveMax = []int{0, old}[i/6]
+	for _, k := range []int{1, 3, 4, 5, 7, 40} {
 		opts := vectorstore.TermOptions{Terms: map[string]float64{"tie": 1, "common": 0.5}, K: k, Filter: vectorstore.Filter{Layer: "l", Resource: "u"}}
 		got, err := c.SearchTerms(ctx, opts)
 		if err != nil {
@@ -330,7 +313,6 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 	type posting struct {
 		tf                            float32
 		dl                            float64
-		sketch                        string
 		layer, kind, resource, thread string
 	}
 	wantP := map[pkey]posting{}
@@ -367,13 +349,13 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 		g := skey{rec.Layer, "", rec.Scope.Resource, rec.Scope.Thread, rec.Kind}
 		add(g, dl, 0, true)
 		for term, tf := range rec.Terms {
-			wantP[pkey{rec.ID, term}] = posting{tf, dl, string(termSketch(rec.Terms)), rec.Layer, rec.Kind, rec.Scope.Resource, rec.Scope.Thread}
+			wantP[pkey{rec.ID, term}] = posting{tf, dl, rec.Layer, rec.Kind, rec.Scope.Resource, rec.Scope.Thread}
 			g.term = term
 			add(g, dl, tf, false)
 		}
 	}
 	err := drv.withConn(ctx, true, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, drv.n.expand("SELECT id, term, tf, dl, sketch, layer, kind, resource, thread FROM {terms}"))
+		rows, err := conn.Query(ctx, drv.n.expand("SELECT id, term, tf, dl, layer, kind, resource, thread FROM {terms}"))
 		if err != nil {
 			return err
 		}
@@ -381,11 +363,9 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 		for rows.Next() {
 			var k pkey
 			var p posting
-			var sk []byte
-			if err := rows.Scan(&k.id, &k.term, &p.tf, &p.dl, &sk, &p.layer, &p.kind, &p.resource, &p.thread); err != nil {
+			if err := rows.Scan(&k.id, &k.term, &p.tf, &p.dl, &p.layer, &p.kind, &p.resource, &p.thread); err != nil {
 				return err
 			}
-			p.sketch = string(sk)
 			n++
 			if w, ok := wantP[k]; !ok || w != p {
 				return fmt.Errorf("posting %v = %+v, want %+v (present %v)", k, p, w, ok)
@@ -469,7 +449,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 					sameResult(t, got, refSearch(all, opts), label)
 				}
 			}
-			forPaths(t, func() { query("loaded") })
+			query("loaded")
 
 			// The same records again: nothing changes.
 			if err := c.Upsert(ctx, recs[:50]...); err != nil {
@@ -499,7 +479,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTermIndex(t, c)
-			forPaths(t, func() { query("replaced") })
+			query("replaced")
 
 			// UpsertIf: create, replace, conflict (nothing changes).
 			rev, err := c.UpsertIf(ctx, vectorstore.Record{ID: "cas", Layer: "semantic", Scope: vectorstore.Scope{Resource: "u2", Thread: "u2-t1"},
@@ -521,7 +501,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTermIndex(t, c)
-			forPaths(t, func() { query("upsert if") })
+			query("upsert if")
 			// DeleteIf: conflict, then match.
 			if err := c.DeleteIf(ctx, "cas", rev+1); !errors.Is(err, vectorstore.ErrConflict) {
 				t.Fatalf("stale DeleteIf: %v", err)
@@ -545,7 +525,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTermIndex(t, c)
-			forPaths(t, func() { query("deleted") })
+			query("deleted")
 			if _, err := c.DeleteWhere(ctx, vectorstore.Filter{Layer: "semantic"}); err != nil {
 				t.Fatal(err)
 			}
@@ -693,7 +673,7 @@ func TestTermTablesDropped(t *testing.T) {
 	}
 	defer c2.Close()
 	checkTermIndex(t, c2)
-	forPaths(t, func() { randomQueries(t, c2, recs, rand.New(rand.NewPCG(10, 11)), 40) })
+	randomQueries(t, c2, recs, rand.New(rand.NewPCG(10, 11)), 40)
 
 	if _, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{table}.Sanitize()); err != nil {
 		t.Fatal(err)
@@ -733,7 +713,7 @@ func TestSearchTermsPlan(t *testing.T) {
 		sql  func() (string, []any)
 	}{
 		{"exhaustive", r.exhaustiveSQL},
-		{"threshold", func() (string, []any) { return r.thresholdSQL([]qterm{qs[2], qs[1]}, qs[:1]) }},
+		{"threshold", func() (string, []any) { return r.thresholdSQL([]qterm{qs[2], qs[1]}) }},
 		{"maxscore", func() (string, []any) { return r.maxScoreSQL([]qterm{qs[2], qs[1]}, qs[:1], 4) }},
 		{"ids", func() (string, []any) {
 			q.Filter.IDs = []string{recs[0].ID, recs[1].ID}
