@@ -226,14 +226,14 @@ func (s *session) storedAlready(ctx context.Context, e *entry, rec vectorstore.R
 	case old.Text == e.text && old.Metadata[MetaRole] == string(e.role):
 		if i := slices.Index(s.recent, e); i >= 0 {
 			s.recent = slices.Delete(s.recent, i, i+1)
-			// The next message's context is what came before this one.
-			for j := i; j < len(s.recent); j++ {
-				if j == i {
-					s.recent[j].prev = ""
-					if j > 0 {
-						s.recent[j].prev = s.recent[j-1].id
-					}
+			if i < len(s.recent) {
+				// A message appended after it follows what came before.
+				nx := s.recent[i]
+				nx.prev = ""
+				if i > 0 {
+					nx.prev = s.recent[i-1].id
 				}
+				nx.terms = s.l.document(s.recent, i)
 			}
 		}
 		return nil
