@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stratamem/strata/core"
@@ -110,6 +111,9 @@ type ranking struct {
 	// records (ContextID of the message's id) to the query.
 	sims map[string]float64
 	skip func(*entry) bool
+	// lexLate are the BM25 scores of the vector candidates below the
+	// lexical cut.
+	lexLate []vectorstore.Match
 }
 
 func (rk *ranking) add(e *entry) *cand {
@@ -147,60 +151,100 @@ func (s *session) search(ctx context.Context, query string, k int, mode Mode, ex
 	var ideal float64
 	lexAll := map[string]float64{}
 	q := l.queryTerms(query)
-	if mode != ModeDense && len(q) > 0 {
+	useLex := mode != ModeDense && len(q) > 0
+	// The two sides' first reads are independent: they run at once.
+	var lexMatches []vectorstore.Match
+	var dense *vectorPhase
+	var denseErr error
+	err := both(func() error {
+		if !useLex {
+			return nil
+		}
 		res, err := l.store.Records.SearchTerms(ctx, vectorstore.TermOptions{
 			Terms: q, K: min(vectorstore.MaxK, C+extra), Filter: s.scopeFilter(), K1: l.o.Ranking.K1, B: l.o.Ranking.B})
 		if err != nil {
-			return nil, nil, fmt.Errorf("semantic: lexical ranking: %w", err)
+			return fmt.Errorf("semantic: lexical ranking: %w", err)
 		}
 		for t, w := range q {
 			ideal += w * res.IDF(t)
 		}
-		n := 0
-		for _, m := range res.Matches {
-			e, ok := s.entryOfMatch(m.Record)
-			if !ok || rk.skip(e) {
-				continue
-			}
-			lexAll[e.id] = m.Score
-			if n < C {
-				n++
-				rk.add(e).lexRank = n
-			}
+		lexMatches = res.Matches
+		return nil
+	}, func() error {
+		if mode != ModeLexical {
+			dense, denseErr = s.vectorNearest(ctx, query, C+extra)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	n := 0
+	for _, m := range lexMatches {
+		e, ok := s.entryOfMatch(m.Record)
+		if !ok || rk.skip(e) {
+			continue
+		}
+		lexAll[e.id] = m.Score
+		if n < C {
+			n++
+			rk.add(e).lexRank = n
 		}
 	}
 	if mode != ModeLexical {
-		if err := rk.denseCandidates(ctx, query, C, extra); err != nil {
+		if denseErr == nil {
+			rk.addNearest(dense, C)
+		}
+		if denseErr != nil {
 			if mode == ModeDense || ctx.Err() != nil {
-				return nil, nil, err
+				return nil, nil, denseErr
 			}
 			l.o.Logger.LogAttrs(ctx, slog.LevelWarn, "semantic: vector ranking failed, serving lexical results",
-				slog.String("layer", l.o.ID), slog.String("error", err.Error()))
+				slog.String("layer", l.o.ID), slog.String("error", denseErr.Error()))
 			mode = ModeLexical
 		}
 	}
-	if mode == ModeHybrid && len(q) > 0 {
-		// The vector candidates below the lexical cut still get their
-		// true BM25 score.
+	// Second reads, again at once: the true BM25 score of the vector
+	// candidates below the lexical cut, and the similarities the vector
+	// answer did not hold.
+	err = both(func() error {
+		if mode != ModeHybrid || len(q) == 0 {
+			return nil
+		}
 		var missing []string
 		for id := range rk.cands {
 			if _, ok := lexAll[id]; !ok {
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			f := s.scopeFilter()
-			f.IDs = missing
-			res, err := l.store.Records.SearchTerms(ctx, vectorstore.TermOptions{
-				Terms: q, K: len(missing), Filter: f, K1: l.o.Ranking.K1, B: l.o.Ranking.B})
-			if err != nil {
-				return nil, nil, fmt.Errorf("semantic: lexical ranking: %w", err)
-			}
-			for _, m := range res.Matches {
-				lexAll[m.Record.ID] = m.Score
+		if len(missing) == 0 {
+			return nil
+		}
+		slices.Sort(missing)
+		f := s.scopeFilter()
+		f.IDs = missing
+		res, err := l.store.Records.SearchTerms(ctx, vectorstore.TermOptions{
+			Terms: q, K: len(missing), Filter: f, K1: l.o.Ranking.K1, B: l.o.Ranking.B})
+		if err != nil {
+			return fmt.Errorf("semantic: lexical ranking: %w", err)
+		}
+		for _, m := range res.Matches {
+			if _, ok := rk.cands[m.Record.ID]; ok {
+				rk.lexLate = append(rk.lexLate, m)
 			}
 		}
+		return nil
+	}, func() error {
+		if mode == ModeLexical {
+			return nil
+		}
+		return rk.similarities(ctx, dense)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range rk.lexLate {
+		lexAll[m.Record.ID] = m.Score
 	}
 	list := make([]*cand, 0, len(rk.cands))
 	seen := make([]*entry, 0, len(rk.cands))
@@ -272,28 +316,79 @@ func (s *session) entryOfMatch(r vectorstore.Record) (*entry, bool) {
 	return entryOf(r)
 }
 
-// denseCandidates embeds the query, adds the C messages nearest by their
-// own or their context's vector to the candidates, and sets every
-// candidate's similarity: the mean of its message's and its context's,
-// mixed with its best neighbour's (see Ranking.DenseContext).
-func (rk *ranking) denseCandidates(ctx context.Context, query string, C, extra int) error {
-	s := rk.s
+// both runs f and g at once and returns the first error. Neither
+// outlives the call.
+func both(f, g func() error) error {
+	var wg sync.WaitGroup
+	var ef error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ef = f()
+	}()
+	eg := g()
+	wg.Wait()
+	if ef != nil {
+		return ef
+	}
+	return eg
+}
+
+// vectorPhase is the vector side's first answer: the query's vector and
+// the nearest records, with the messages of the contexts among them.
+type vectorPhase struct {
+	vec     []float32
+	filter  vectorstore.Filter
+	matches []vectorstore.Match
+	// ctxMsgs are the messages of the matched context records, by id.
+	ctxMsgs map[string]*entry
+}
+
+// vectorNearest embeds the query and reads the records (messages and
+// contexts, two per message) nearest to it, and the messages of the
+// contexts among them that are not there themselves.
+func (s *session) vectorNearest(ctx context.Context, query string, n int) (*vectorPhase, error) {
 	vec, err := s.queryVector(ctx, query)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	model := s.l.store.Embedder.Model()
 	f := s.scopeFilter()
 	f.Kind = "" // messages and their contexts
-	f.Metadata = map[string]string{MetaEmbedding: model}
-	// Two records (message and context) per message.
-	ms, err := s.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: min(vectorstore.MaxK, 2*(C+extra)), Filter: f})
+	f.Metadata = map[string]string{MetaEmbedding: s.l.store.Embedder.Model()}
+	ms, err := s.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: min(vectorstore.MaxK, 2*n), Filter: f})
 	if err != nil {
-		return fmt.Errorf("semantic: vector query: %w", err)
+		return nil, fmt.Errorf("semantic: vector query: %w", err)
 	}
+	ph := &vectorPhase{vec: vec, filter: f, matches: ms}
+	msgs := map[string]bool{}
+	for _, mt := range ms {
+		if mt.Record.Kind == KindMessage {
+			msgs[mt.Record.ID] = true
+		}
+	}
+	var ids []string
+	for _, mt := range ms {
+		if id := mt.Record.Metadata[MetaMessage]; mt.Record.Kind == KindContext && id != "" && !msgs[id] {
+			msgs[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
+		if ph.ctxMsgs, err = s.fetch(ctx, ids); err != nil {
+			return nil, err
+		}
+	}
+	return ph, nil
+}
+
+// addNearest adds the C messages nearest by their own or their
+// context's vector to the candidates (after the lexical ones), and
+// records the similarities the answer holds.
+func (rk *ranking) addNearest(ph *vectorPhase, C int) {
+	s := rk.s
 	var ctxOnly []string // messages found by their context only
 	n := 0
-	for _, mt := range ms {
+	for _, mt := range ph.matches {
 		r := mt.Record
 		if s.foreign(&r) {
 			continue
@@ -320,24 +415,23 @@ func (rk *ranking) denseCandidates(ctx context.Context, query string, C, extra i
 			}
 		}
 	}
-	// The messages of contexts that ranked, read by id.
-	if len(ctxOnly) > 0 {
-		es, err := s.fetch(ctx, ctxOnly)
-		if err != nil {
-			return err
-		}
-		for _, id := range ctxOnly {
-			if e := es[id]; e != nil && !rk.skip(e) && n < C {
-				if _, ok := rk.cands[id]; !ok {
-					n++
-					rk.add(e)
-				}
+	for _, id := range ctxOnly {
+		if e := ph.ctxMsgs[id]; e != nil && !rk.skip(e) && n < C {
+			if _, ok := rk.cands[id]; !ok {
+				n++
+				rk.add(e)
 			}
 		}
 	}
-	// The similarities not in the answer: of the other half of each
-	// candidate and of every candidate's adjacent messages (and their
-	// contexts), by id.
+}
+
+// similarities reads the similarities the vector answer did not hold (of
+// the other half of each candidate and of every candidate's adjacent
+// messages and their contexts, by id) and sets every candidate's: the
+// mean of its message's and its context's, mixed with its best
+// neighbour's (see Ranking.DenseContext).
+func (rk *ranking) similarities(ctx context.Context, ph *vectorPhase) error {
+	s := rk.s
 	var missing []string
 	asked := map[string]bool{}
 	want := func(id string) {
@@ -351,25 +445,35 @@ func (rk *ranking) denseCandidates(ctx context.Context, query string, C, extra i
 			}
 		}
 	}
-	for _, c := range rk.cands {
+	ids := make([]string, 0, len(rk.cands))
+	for id := range rk.cands {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		c := rk.cands[id]
 		want(c.e.id)
-		if rk.s.l.o.Ranking.DenseContext > 0 {
+		if s.l.o.Ranking.DenseContext > 0 {
 			want(c.e.prev)
 			want(c.e.next)
 		}
 	}
+	got := map[string]float64{}
 	for lo := 0; lo < len(missing); lo += vectorstore.MaxK {
 		chunk := missing[lo:min(len(missing), lo+vectorstore.MaxK)]
 		slices.Sort(chunk)
-		g := f
+		g := ph.filter
 		g.IDs = chunk
-		got, err := s.l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: len(chunk), Filter: g})
+		ms, err := s.l.store.Records.Query(ctx, ph.vec, vectorstore.QueryOptions{K: len(chunk), Filter: g})
 		if err != nil {
 			return fmt.Errorf("semantic: vector query: %w", err)
 		}
-		for _, mt := range got {
-			rk.sims[mt.Record.ID] = mt.Score
+		for _, mt := range ms {
+			got[mt.Record.ID] = mt.Score
 		}
+	}
+	for id, v := range got {
+		rk.sims[id] = v
 	}
 	own := func(id string) (float64, bool) {
 		a, okA := rk.sims[id]
