@@ -197,8 +197,10 @@ func (u *Usage) Layer(id string) *LayerUsage {
 
 // Assemble runs every layer's recall, projects the history and assembles
 // the view in bands. Anchored layers serve the epoch's pinned bytes; those
-// whose fresh output drifted are published in one context-updates message
-// after the live band. A failing recall contributes nothing this turn (a
+// whose fresh output drifted are published in one context-updates message,
+// by default once at the end of history, where it stays for the epoch
+// (after the live band on every turn with CacheConfig.TrailingUpdates;
+// see the package documentation). A failing recall contributes nothing this turn (a
 // diagnostic says why).
 //
 // Under a Policy, history that does not fit is dropped oldest first, but

@@ -107,13 +107,23 @@
 //
 // A view is assembled in bands:
 //
-//	[system][anchor layers, slot asc][history][live layers, slot asc][context updates][tail]
+//	[system][anchor layers, slot asc][history][live layers, slot asc][tail]
 //
 // Placement picks the band and slot orders layers within it. Anchored
 // layers are pinned: the first assembly of an epoch pins their rendered
 // items and every later assembly of the epoch re-sends those exact bytes,
 // even when the layer's fresh output differs. Drift is published instead as
-// one developer message after the live band:
+// a developer message of context updates. By default it is published once,
+// at the end of history (before the live band) on the turn the drift is
+// seen, and stays in the conversation at that place for the rest of the
+// epoch: written to the cache once, read from it after. With
+// CacheConfig.TrailingUpdates every drifted anchor is restated in one
+// message after the live band on every turn instead:
+//
+//	[system][anchor][history ... updates ...][live][tail]              (default)
+//	[system][anchor][history][live][context updates][tail]              (TrailingUpdates)
+//
+// The message reads:
 //
 //	<context_updates epoch="t:thread-1#0">
 //	These supersede the blocks with the same layer id earlier in this context.
@@ -124,9 +134,9 @@
 // with action replace (fresh output differs from the pin; a RenderDelta
 // hook may describe the change compactly, and a delta that is empty, fails,
 // panics or times out falls back to the full new output), add (the layer
-// had nothing when the epoch pinned it) or retract (it has nothing now; the
-// retraction repeats every turn while the pin stands). Updates are listed
-// in slot order. A layer whose recall returns new state is never pinned: it
+// had nothing when the epoch pinned it) or retract (it has nothing now; an
+// inline retraction stands as long as its pin does, a trailing one is
+// repeated every turn). Updates are listed in slot order. A layer whose recall returns new state is never pinned: it
 // renders live from then on, and if it was pinned the epoch re-anchors.
 //
 // An epoch re-anchors (fresh pins, no updates) only when the cache is lost
