@@ -114,9 +114,7 @@ var (
 )
 
 // benchZipf draws word ranks.
-func benchZipf(r *rand.Rand) *rand.Zipf { return rand.NewZipf(r, benchZipfS, benchZipfV, benchVocab-1) }
-
-var benchZipfS, benchZipfV = 1.07, 1.0
+func benchZipf(r *rand.Rand) *rand.Zipf { return rand.NewZipf(r, 1.07, 1, benchVocab-1) }
 
 func benchWord(rank uint64) string { return fmt.Sprintf("w%05d", rank) }
 

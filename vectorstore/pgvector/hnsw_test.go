@@ -196,3 +196,75 @@ func TestIndexSearchTiesWiden(t *testing.T) {
 		t.Fatalf("tied top-3 = %v, want [id00 id01 id02]", got)
 	}
 }
+
+// Without iterative index scans (pgvector before 0.8), an index answer
+// short of the rows asked for under a filter is asked again exactly: a
+// selective filter still gets its K best, the exact ones.
+func TestIndexSearchWithoutIterativeScans(t *testing.T) {
+	const n, dim = 5000, 32
+	c, name := loadRandom(t, n, dim, Options{EfSearch: 40})
+	exact, err := OpenCollection(ctx, testPool(t, testDSN(t)), name, nil, &Options{Exact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exact.Close()
+	if !c.Driver().(*collection).iterative {
+		t.Fatal("the test server's pgvector (0.8) has iterative scans: the driver did not detect them")
+	}
+	// A pool whose planner takes the HNSW index whatever the filter (no
+	// sorts, no bitmap scans), over the same collection, without
+	// iterative scans.
+	cfg := testPool(t, testDSN(t)).Config()
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "SET enable_sort = off; SET enable_bitmapscan = off; SET enable_seqscan = off")
+		return err
+	}
+	c, err = OpenCollection(ctx, testPoolFromConfig(t, cfg), name, nil, &Options{EfSearch: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	drv := c.Driver().(*collection)
+	drv.iterative = false
+	r := rand.New(rand.NewPCG(9, 10))
+	f := vectorstore.Filter{Thread: "t3", CreatedBefore: time.Date(2025, 1, 1, 0, 30, 0, 0, time.UTC)} // 180 of 5000
+	for i := 0; i < 10; i++ {
+		q := randUnit(r, dim)
+		got, err := c.Query(ctx, q, vectorstore.QueryOptions{K: 50, Filter: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := exact.Query(ctx, q, vectorstore.QueryOptions{K: 50, Filter: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 50 || len(want) != 50 {
+			t.Fatalf("%d matches, exact %d; want 50", len(got), len(want))
+		}
+		if i == 0 {
+			// The index alone, post-filtered, comes back short: the
+			// answer above is the exact fallback's.
+			plan := explain(t, drv, "SELECT id FROM {table} WHERE thread = 't3' ORDER BY "+drv.distIndex+" LIMIT 51", q)
+			if !strings.Contains(plan, tableFor(name)+"_hnsw") {
+				t.Fatalf("the planner does not take the HNSW index:\n%s", plan)
+			}
+			var short int
+			err := drv.withConn(ctx, true, func(conn *pgx.Conn) error {
+				return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, "SET LOCAL hnsw.ef_search = 40; SET LOCAL hnsw.iterative_scan = off"); err != nil {
+						return err
+					}
+					return tx.QueryRow(ctx, drv.n.expand("SELECT count(*) FROM (SELECT id FROM {table} WHERE thread = 't3' AND created_at < '2025-01-01 00:30:00+00' ORDER BY "+drv.distIndex+" LIMIT 51) x"), pgv.NewVector(q)).Scan(&short)
+				})
+			})
+			if err != nil || short >= 51 {
+				t.Fatalf("the index alone returned %d rows (%v): the fallback is not exercised", short, err)
+			}
+		}
+		for j := range want {
+			if got[j].Record.ID != want[j].Record.ID {
+				t.Fatalf("query %d: match %d is %s, exact %s", i, j, got[j].Record.ID, want[j].Record.ID)
+			}
+		}
+	}
+}

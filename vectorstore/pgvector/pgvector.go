@@ -417,6 +417,7 @@ func recreateIfDropped(ctx context.Context, tx pgx.Tx, n *names, component strin
 // largest column after the embedding).
 const (
 	cols      = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to, terms"
+	writeCols = cols + ", term_sketch"
 	selCols   = cols + ", revision"
 	matchCols = "id, layer, kind, thread, resource, content, metadata, created_at, valid_from, valid_to, revision"
 )
@@ -426,22 +427,22 @@ func (c *collection) prepareSQL() {
 	c.qGet = n.expand("SELECT " + selCols + ", embedding FROM {table} WHERE id = $1")
 	set := `ON CONFLICT (id) DO UPDATE SET layer = EXCLUDED.layer, kind = EXCLUDED.kind, thread = EXCLUDED.thread,
 	resource = EXCLUDED.resource, content = EXCLUDED.content, metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at,
-	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, terms = EXCLUDED.terms, embedding = EXCLUDED.embedding,
+	valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, terms = EXCLUDED.terms, term_sketch = EXCLUDED.term_sketch, embedding = EXCLUDED.embedding,
 	revision = nextval({seq_lit}::regclass)`
-	c.qUpsert = n.expand(`INSERT INTO {table} (` + cols + `, embedding)
+	c.qUpsert = n.expand(`INSERT INTO {table} (` + writeCols + `, embedding)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]::jsonb[],
-	$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[]::jsonb[], $12::vector[])
+	$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[]::jsonb[], $12::bytea[], $13::vector[])
 ` + set)
 	c.qTemp = n.expand(`CREATE TEMP TABLE strata_vec_load (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP`)
 	c.qEmpty = n.expand(`SELECT NOT EXISTS (SELECT 1 FROM {table})`)
-	c.qDropHNSW = n.expand(`DROP INDEX IF EXISTS {idx_hnsw}`)
+	c.qDropHNSW = n.expand(`DROP INDEX IF EXISTS {idx_hnsw_q}`)
 	c.qCreateHNSW = n.expand(`{hnsw}`)
 	c.qAnalyze = n.expand(`ANALYZE {table}`)
 	// The temporary table has the revision default too: its rows drew
 	// their revision when copied in, and a row inserted by the merge keeps
 	// it rather than drawing another.
 	// ORDER BY id: every writer locks records in id order (see terms.go).
-	c.qMerge = n.expand(`INSERT INTO {table} (` + cols + `, embedding, revision) SELECT ` + cols + `, embedding, revision FROM strata_vec_load
+	c.qMerge = n.expand(`INSERT INTO {table} (` + writeCols + `, embedding, revision) SELECT ` + writeCols + `, embedding, revision FROM strata_vec_load
 ORDER BY id
 ` + set)
 	// Conditional writes: one statement each, atomic under PostgreSQL's
@@ -451,13 +452,14 @@ ORDER BY id
 	// second column reads the revision as of the statement's snapshot, for
 	// the conflict message only.
 	c.qInsertIf = n.expand(`WITH w AS (
-	INSERT INTO {table} (` + cols + `, embedding) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11::text::jsonb, $12)
+	INSERT INTO {table} (` + writeCols + `, embedding) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11::text::jsonb, $12, $13)
 	ON CONFLICT (id) DO NOTHING RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
 	c.qUpdateIf = n.expand(`WITH w AS (
 	UPDATE {table} SET layer = $2, kind = $3, thread = $4, resource = $5, content = $6, metadata = $7::text::jsonb,
-		created_at = $8, valid_from = $9, valid_to = $10, terms = $11::text::jsonb, embedding = $12, revision = nextval({seq_lit}::regclass)
-	WHERE id = $1 AND revision = $13 RETURNING revision)
+		created_at = $8, valid_from = $9, valid_to = $10, terms = $11::text::jsonb, term_sketch = $12, embedding = $13,
+		revision = nextval({seq_lit}::regclass)
+	WHERE id = $1 AND revision = $14 RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
 	c.qDeleteIf = n.expand(`WITH w AS (DELETE FROM {table} WHERE id = $1 AND revision = $2 RETURNING revision)
 SELECT (SELECT revision FROM w), (SELECT revision FROM {table} WHERE id = $1)`)
@@ -560,17 +562,17 @@ func (c *collection) upsertUnnest(ctx context.Context, conn *pgx.Conn, recs []dr
 	n := len(recs)
 	layers, kinds, threads, resources, contents, metas := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	created, from, to := make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
-	terms := make([]*string, n)
+	terms, sketches := make([]*string, n), make([][]byte, n)
 	vecs := make([]pgv.Vector, n)
 	for i := range recs {
 		r := &recs[i]
 		layers[i], kinds[i], threads[i], resources[i], contents[i] = r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text
 		metas[i] = metaJSON(r.Metadata)
 		created[i], from[i], to[i] = tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo)
-		terms[i] = termsJSON(r.Terms)
+		terms[i], sketches[i] = termsJSON(r.Terms), termSketch(r.Terms)
 		vecs[i] = pgv.NewVector(r.Vector)
 	}
-	return c.writeBatch(ctx, conn, c.qUpsert, []any{ids, layers, kinds, threads, resources, contents, metas, created, from, to, terms, vecs}, nil, ids, z)
+	return c.writeBatch(ctx, conn, c.qUpsert, []any{ids, layers, kinds, threads, resources, contents, metas, created, from, to, terms, sketches, vecs}, nil, ids, z)
 }
 
 // upsertCopy bulk-loads a large batch: COPY (binary) into a temporary table,
@@ -603,9 +605,9 @@ func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driv
 		src := pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
 			r := &recs[i]
 			return []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
-				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), pgv.NewVector(r.Vector)}, nil
+				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), termSketch(r.Terms), pgv.NewVector(r.Vector)}, nil
 		})
-		columns := strings.Split(cols+", embedding", ", ")
+		columns := strings.Split(writeCols+", embedding", ", ")
 		if direct {
 			if _, err := tx.CopyFrom(ctx, c.n.ident(), columns, src); err != nil {
 				return fmt.Errorf("copy: %w", err)
@@ -653,7 +655,7 @@ func (c *collection) UpsertIf(ctx context.Context, rec driver.Record, expected i
 	defer cancel()
 	r := &rec
 	args := []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
-		tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), pgv.NewVector(r.Vector)}
+		tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), termSketch(r.Terms), pgv.NewVector(r.Vector)}
 	sql := c.qInsertIf
 	if expected > 0 {
 		sql = c.qUpdateIf
@@ -866,11 +868,13 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 //
 // Both run with plan_cache_mode = force_custom_plan: pgx prepares
 // statements, and after five executions PostgreSQL may switch to a generic
-// plan, which cannot see the filter's values. For the scope filter of the
-// memory layers (metadata @> {"scope": ...}, true of nearly every row) the
-// generic plan estimated 1% of the rows, took the GIN index and sorted
-// every matching row by distance: 492 ms against 56 ms for the custom
-// plan's HNSW scan at 100k records (BenchmarkQueryScope has the figures).
+// plan, which cannot see the filter's values. For the filters of the
+// memory layers (metadata @> {"embedding": ...} or {"scope": ...}, true of
+// nearly every row) the generic plan estimated 1% of the rows, took the
+// GIN index and sorted every matching row by distance: 492 ms against 56 ms
+// for the custom plan's HNSW scan in bench-scale (100k records of one
+// resource); BenchmarkQueryScope, K=200 over 50,000 of 100,000 records:
+// 167 ms against 35 ms p50.
 func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.Match, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()

@@ -98,12 +98,17 @@ ALTER TABLE {table} ALTER COLUMN revision SET DEFAULT nextval({seq_lit}::regclas
 	// The lexical index (see termsSQL). Rows written before this step have
 	// no terms (NULL), hence no postings: nothing to backfill.
 	{3, "add term index", termsSQL},
+	// Document sketches (sketch.go) in the records and the postings, the
+	// latter in the postings index. Postings written before have none
+	// (NULL): rankings bound their terms by the corpus' maxtf, as without
+	// sketches, until the record is written again.
+	{4, "add term sketches", sketchSQL},
 }
 
 // termsSQL creates the lexical index of a collection: the terms column of
 // the records table (a jsonb object term -> weight, NULL for a record
 // without a document), the postings table and the statistics table. It is
-// idempotent, so recreateTermTables can run it again.
+// idempotent, so termTablesMissing can run it again (with sketchSQL).
 //
 // Postings ({terms}): one row per (record, term) with the weight and,
 // denormalised from the record, the document length and the corpus fields,
@@ -122,6 +127,8 @@ ALTER TABLE {table} ALTER COLUMN revision SET DEFAULT nextval({seq_lit}::regclas
 // whole resource (every thread, and records without one); the others
 // count one thread. Every text column is COLLATE "C": byte order and
 // memcmp comparisons, like Go's.
+//
+// Released as step 3: append changes as new steps (sketchSQL).
 const termsSQL = `
 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS terms jsonb;
 CREATE TABLE IF NOT EXISTS {terms} (
@@ -148,6 +155,16 @@ CREATE TABLE IF NOT EXISTS {tstats} (
 	mindl    double precision,
 	CONSTRAINT {idx_tspk} PRIMARY KEY (layer, term, resource, thread, kind)
 ) WITH (fillfactor = 80)`
+
+// sketchSQL adds the document sketch (sketch.go): term_sketch in the
+// records table (written with the terms; NULL without a document), sketch
+// in the postings (copied from the record) and in the postings index's
+// INCLUDE, rebuilt for that. Idempotent, like termsSQL.
+const sketchSQL = `
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS term_sketch bytea;
+ALTER TABLE {terms} ADD COLUMN IF NOT EXISTS sketch bytea;
+DROP INDEX IF EXISTS {idx_tix_q};
+CREATE INDEX {idx_tix} ON {terms} (layer, term, resource, thread, kind) INCLUDE (id, tf, dl, sketch)`
 
 // latest returns the last version of steps.
 func latest(steps []step) int { return steps[len(steps)-1].version }
@@ -228,6 +245,10 @@ func newNames(schema, table string, dim int, hnsw string) *names {
 		"{idx_tpk}", idx("_tpk"),
 		"{idx_tix}", idx("_tix"),
 		"{idx_tspk}", idx("_tspk"),
+		// Schema-qualified, for DROP INDEX: an index lives in its table's
+		// schema, which need not be on the search path.
+		"{idx_tix_q}", n.q(table + "_tix"),
+		"{idx_hnsw_q}", n.q(table + "_hnsw"),
 	}
 	// The index statement has placeholders of its own: expand it first.
 	hnsw = strings.NewReplacer(pairs...).Replace(hnsw)

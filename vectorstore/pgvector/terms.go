@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -72,7 +74,7 @@ func decodeTerms(id string, b []byte) (driver.Terms, error) {
 // record with the same document writes no index row.
 const reconcileSQL = `WITH
 cur AS (
-	SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf,
+	SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.term_sketch AS sketch,
 		r.layer COLLATE "C" AS layer, r.kind COLLATE "C" AS kind,
 		r.resource COLLATE "C" AS resource, r.thread COLLATE "C" AS thread
 	FROM {table} r CROSS JOIN LATERAL jsonb_each(r.terms) t
@@ -80,28 +82,28 @@ cur AS (
 ),
 np AS (
 	SELECT id, term, tf, sum(tf::float8) OVER (PARTITION BY id ORDER BY term ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS dl,
-		layer, kind, resource, thread
+		sketch, layer, kind, resource, thread
 	FROM cur
 ),
 op AS (
-	SELECT id, term, tf, dl, layer, kind, resource, thread FROM {terms} WHERE id = ANY($1::text[])
+	SELECT id, term, tf, dl, sketch, layer, kind, resource, thread FROM {terms} WHERE id = ANY($1::text[])
 ),
 ch AS (
 	SELECT coalesce(n.id, o.id) AS id, coalesce(n.term, o.term) AS term, n.id IS NOT NULL AS isnew, o.id IS NOT NULL AS isold,
-		n.tf AS ntf, n.dl AS ndl, n.layer AS nlayer, n.kind AS nkind, n.resource AS nresource, n.thread AS nthread,
+		n.tf AS ntf, n.dl AS ndl, n.sketch AS nsketch, n.layer AS nlayer, n.kind AS nkind, n.resource AS nresource, n.thread AS nthread,
 		o.layer AS olayer, o.kind AS okind, o.resource AS oresource, o.thread AS othread
 	FROM np n FULL JOIN op o ON o.id = n.id AND o.term = n.term
 	WHERE n.id IS NULL OR o.id IS NULL
-		OR (n.tf, n.dl, n.layer, n.kind, n.resource, n.thread) IS DISTINCT FROM (o.tf, o.dl, o.layer, o.kind, o.resource, o.thread)
+		OR (n.tf, n.dl, n.sketch, n.layer, n.kind, n.resource, n.thread) IS DISTINCT FROM (o.tf, o.dl, o.sketch, o.layer, o.kind, o.resource, o.thread)
 ),
 del AS (
 	DELETE FROM {terms} p USING ch WHERE NOT ch.isnew AND p.id = ch.id AND p.term = ch.term
 ),
 ins AS (
-	INSERT INTO {terms} AS p (id, term, tf, dl, layer, kind, resource, thread)
-	SELECT id, term, ntf, ndl, nlayer, nkind, nresource, nthread FROM ch WHERE isnew
+	INSERT INTO {terms} AS p (id, term, tf, dl, sketch, layer, kind, resource, thread)
+	SELECT id, term, ntf, ndl, nsketch, nlayer, nkind, nresource, nthread FROM ch WHERE isnew
 	ORDER BY id, term
-	ON CONFLICT (id, term) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl, layer = EXCLUDED.layer,
+	ON CONFLICT (id, term) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl, sketch = EXCLUDED.sketch, layer = EXCLUDED.layer,
 		kind = EXCLUDED.kind, resource = EXCLUDED.resource, thread = EXCLUDED.thread
 ),
 docs AS (SELECT DISTINCT id FROM ch),
@@ -136,20 +138,25 @@ up AS (
 SELECT array_agg(layer), array_agg(term), array_agg(resource), array_agg(thread), array_agg(kind) FROM up WHERE n = 0`
 
 // sweepSQL removes statistics rows that a write left at zero. It runs after
-// the write committed, on its own: a row a concurrent writer raised again
-// meanwhile is kept (n <> 0), and a writer waiting to raise a row deleted
-// here inserts it afresh (INSERT ... ON CONFLICT retries). Rows at zero
-// are harmless to searches (they add nothing), so a sweep that fails only
-// leaves garbage behind.
-const sweepSQL = `DELETE FROM {tstats} WHERE n = 0 AND (layer, term, resource, thread, kind) IN
-	(SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]))`
+// the write committed, on its own, and never waits: rows another writer
+// holds are skipped (SKIP LOCKED), so it cannot take part in a deadlock;
+// the rows it locks are re-checked at zero on their latest version. A
+// writer that then waits to raise a row deleted here inserts it afresh
+// (INSERT ... ON CONFLICT retries). Rows at zero are harmless to searches
+// (they add nothing), so a row skipped, or a sweep that fails, only leaves
+// garbage behind.
+const sweepSQL = `DELETE FROM {tstats} WHERE (layer, term, resource, thread, kind) IN (
+	SELECT layer, term, resource, thread, kind FROM {tstats}
+	WHERE n = 0 AND (layer, term, resource, thread, kind) IN
+		(SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]))
+	FOR UPDATE SKIP LOCKED)`
 
 // rebuildSQL fills empty term tables from the records table: postings from
 // every record's terms, then the statistics from the postings.
-const rebuildSQL = `INSERT INTO {terms} (id, term, tf, dl, layer, kind, resource, thread)
+const rebuildSQL = `INSERT INTO {terms} (id, term, tf, dl, sketch, layer, kind, resource, thread)
 SELECT id, term, tf, sum(tf::float8) OVER (PARTITION BY id ORDER BY term ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING),
-	layer, kind, resource, thread
-FROM (SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.layer, r.kind, r.resource, r.thread
+	sketch, layer, kind, resource, thread
+FROM (SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.term_sketch AS sketch, r.layer, r.kind, r.resource, r.thread
 	FROM {table} r CROSS JOIN LATERAL jsonb_each(r.terms) t WHERE r.terms IS NOT NULL) x;
 INSERT INTO {tstats} (layer, term, resource, thread, kind, n, len, maxtf, mindl)
 SELECT d.layer, d.term, d.resource, v.thread, d.kind, count(*), sum(d.dlen), max(d.tf), min(d.dl)
@@ -193,7 +200,7 @@ func termTablesMissing(ctx context.Context, tx pgx.Tx, n *names) error {
 		return nil
 	}
 	slog.Warn("pgvector: term index tables are missing (dropped outside strata?); rebuilding them from the records", "table", n.expand("{table}"))
-	for _, sql := range []string{"DROP TABLE IF EXISTS {terms}, {tstats}", termsSQL, rebuildSQL} {
+	for _, sql := range []string{"DROP TABLE IF EXISTS {terms}, {tstats}", termsSQL, sketchSQL, rebuildSQL} {
 		if _, err := tx.Exec(ctx, n.expand(sql)); err != nil {
 			return fmt.Errorf("rebuild term index: %w", err)
 		}
@@ -208,10 +215,17 @@ const pruneSlack = 1e-9
 
 // exhaustiveMax is the number of postings (the sum of the query terms'
 // document frequencies) up to which a ranking scores every posting of the
-// query's terms rather than pruning. Scanning a posting from the index
-// costs a fraction of a microsecond, looking up a document's postings a
-// few: below this, pruning saves less than it costs (BenchmarkTermSearch).
-var exhaustiveMax = 12000
+// query's terms rather than pruning. Aggregating a posting costs about a
+// microsecond (measured on the test server), a pruned ranking of a
+// 50,000-document resource a few milliseconds (BenchmarkTermSearch): below
+// this, pruning saves less than it costs. A variable for the tests, which
+// force pruning.
+var exhaustiveMax = 4000
+
+// maxPrunedTerms bounds the terms of a pruned ranking, which spells out a
+// bound per term (about 30 parameters each; PostgreSQL takes 65535). A
+// query with more terms (a turn's has 3-8) is ranked exhaustively.
+const maxPrunedTerms = 32
 
 // qterm is a query term some corpus document holds.
 type qterm struct {
@@ -224,34 +238,34 @@ type qterm struct {
 // SearchTerms ranks the corpus by BM25 in the engine (driver.TermSearcher).
 //
 // It runs in a read-only REPEATABLE READ transaction, so that statistics
-// and postings come from one snapshot. The first statement reads the
-// statistics of the corpus: a few index rows (per kind, the corpus'
-// document count and total length, and each query term's frequency and
-// bounds); IDFs are computed here, with driver.IDF. The ranking is then
-// one of:
+// and postings come from one snapshot, in two statements. The first reads
+// the corpus' statistics: a few index rows (per kind, the document count
+// and total length, and each query term's frequency and bounds); the IDFs
+// are computed here with driver.IDF. The second ranks, in one of three
+// ways:
 //
-//   - with Filter.IDs, the postings of those records for the query terms
-//     (primary key lookups);
-//   - when the query's terms are held by few postings altogether
-//     (exhaustiveMax), every one of them, from the postings index;
-//   - otherwise max-score pruning. Each term has an upper bound of what it
-//     gives one document (from the statistics' maxtf and mindl). The
-//     postings of the terms with the highest bounds, enough of them to
-//     hold K documents, give K candidates whose exact scores bound the
-//     K-th best score from below (threshold). The terms whose bounds sum
-//     below the threshold (the common ones) cannot alone put a document
-//     in the top K: candidates are the documents that hold one of the
-//     others, found from their postings only, and a candidate whose
-//     partial score plus the bounds of the common terms (with its own
-//     length) stays below the threshold is dropped. The rest are looked up
-//     by primary key. The cost follows the postings of the query's rare
-//     terms, not those of its common ones nor the corpus' size.
+//   - with Filter.IDs, the postings of those records for the query terms,
+//     by primary key (idsSQL);
+//   - when the query's terms hold few postings altogether (exhaustiveMax),
+//     every one of them, from the postings index (exhaustiveSQL);
+//   - otherwise with max-score pruning (prunedSQL): a threshold from the
+//     exact scores of the likely best documents of the rarest terms; only
+//     the postings of the terms whose bounds could still lift a document
+//     to it are read, each checked against the document's sketch (its
+//     Bloom filter and weight bounds say what the other query terms can
+//     add) before any aggregation; the few documents left are scored
+//     exactly, best bounds first. The cost follows the postings of the
+//     query's rare terms, not those of its common ones nor the corpus.
 //
 // In every case the scores returned are computed per document from all
-// its query terms, added in byte order of the terms (as driver.BM25 adds
-// them), so equal documents tie exactly and are ordered by id, also at K.
-// The filter's narrowing fields (IDs, Metadata, time bounds) are checked
-// on the records table only for documents that get that far.
+// its query terms' postings, added in byte order of the terms as
+// driver.BM25 adds them, so equal documents tie exactly and are ordered by
+// id, also at K. The filter's narrowing fields (IDs, Metadata, time
+// bounds) are checked on the records table, for the documents that get
+// that far only. The statements are planned once per connection and shape
+// (plan_cache_mode = force_generic_plan, SET LOCAL): their work is in
+// arrays, whose values no plan depends on, and planning one costs more
+// than running it.
 func (c *collection) SearchTerms(ctx context.Context, q driver.TermQuery) (driver.TermResult, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -276,7 +290,8 @@ func (c *collection) SearchTerms(ctx context.Context, q driver.TermQuery) (drive
 	SELECT term, sum(n)::bigint AS n, sum(len)::float8 AS len, max(maxtf) AS maxtf, min(mindl) AS mindl
 	FROM {tstats} WHERE ` + cond + ` GROUP BY term)
 SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT array_agg(len) FROM s),
-	(SELECT array_agg(maxtf) FROM s), (SELECT array_agg(mindl) FROM s)`)
+	(SELECT array_agg(maxtf) FROM s), (SELECT array_agg(mindl) FROM s),
+	set_config('plan_cache_mode', 'force_generic_plan', true)`)
 
 	var res driver.TermResult
 	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
@@ -288,7 +303,8 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 				sMaxTF []*float32
 				sMinDL []*float64
 			)
-			if err := tx.QueryRow(ctx, statsSQL, sb.args...).Scan(&sTerms, &sN, &sLen, &sMaxTF, &sMinDL); err != nil {
+			var setting string
+			if err := tx.QueryRow(ctx, statsSQL, sb.args...).Scan(&sTerms, &sN, &sLen, &sMaxTF, &sMinDL, &setting); err != nil {
 				return err
 			}
 			res = driver.TermResult{DocFreq: make(map[string]int, len(terms))}
@@ -340,7 +356,7 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 			switch {
 			case len(f.IDs) > 0:
 				sql, args = r.idsSQL()
-			case sumDF <= exhaustiveMax:
+			case sumDF <= exhaustiveMax || len(qs) > maxPrunedTerms:
 				sql, args = r.exhaustiveSQL()
 			default:
 				// Terms by bound, descending; the seed is the prefix
@@ -360,33 +376,7 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 					cum += byUB[seed].df
 					seed++
 				}
-				theta := 0.0
-				if cum >= q.K && seed < len(byUB) {
-					tsql, targs := r.thresholdSQL(byUB[:seed])
-					var th *float64
-					if err := tx.QueryRow(ctx, tsql, targs...).Scan(&th); err != nil {
-						return err
-					}
-					if th != nil {
-						theta = *th * (1 - pruneSlack)
-					}
-				}
-				// Essential terms: the prefix whose suffix of bounds
-				// reaches the threshold; the tail (common terms) cannot
-				// alone.
-				ess, rest := len(byUB), 0.0
-				for ess > 0 && rest+byUB[ess-1].ub < theta {
-					rest += byUB[ess-1].ub
-					ess--
-				}
-				if ess == len(byUB) {
-					sql, args = r.exhaustiveSQL()
-				} else {
-					sql, args = r.maxScoreSQL(byUB[:ess], byUB[ess:], theta)
-				}
-			}
-			if debugSQL != nil {
-				debugSQL(sql, args)
+				sql, args = r.prunedSQL(byUB, seed)
 			}
 			rows, err := tx.Query(ctx, sql, args...)
 			if err != nil {
@@ -402,8 +392,6 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 	return res, nil
 }
 
-var debugSQL func(string, []any)
-
 // termRanker builds the ranking statements of one SearchTerms.
 type termRanker struct {
 	c   *collection
@@ -412,7 +400,7 @@ type termRanker struct {
 	avg float64
 	b   sqlBuilder
 	// placeholders of the common parameters, set by begin
-	pK1, pB, pAvg, pK string
+	pT, pK1, pB, pAvg, pK string
 }
 
 // begin starts a statement: the query terms (in byte order) as CTE q, the
@@ -423,11 +411,12 @@ func (r *termRanker) begin() string {
 	for i, x := range r.qs {
 		terms[i], wis[i] = x.term, x.wi
 	}
-	pT, pW := r.b.arg(terms), r.b.arg(wis)
+	r.pT = r.b.arg(terms)
+	pW := r.b.arg(wis)
 	r.pK1, r.pB, r.pAvg = r.b.arg(r.q.K1)+"::float8", r.b.arg(r.q.B)+"::float8", r.b.arg(r.avg)+"::float8"
 	r.pK = r.b.arg(r.q.K) + "::int"
 	return `WITH q AS MATERIALIZED (
-	SELECT t.term COLLATE "C" AS term, t.wi FROM unnest(` + pT + `::text[], ` + pW + `::float8[]) AS t(term, wi)
+	SELECT t.term COLLATE "C" AS term, t.wi FROM unnest(` + r.pT + `::text[], ` + pW + `::float8[]) AS t(term, wi)
 ),
 `
 }
@@ -471,31 +460,49 @@ func (r *termRanker) eligible(id string, withIDs bool) string {
 	return " AND EXISTS (SELECT 1 FROM {table} WHERE {table}.id = " + id + " AND " + strings.TrimPrefix(w, " WHERE ") + ")"
 }
 
-// finish scores the documents of CTE "pick" (column id) exactly, each from
-// all its query terms' postings added in byte order of the terms (primary
-// key lookups), and returns the top K joined to their records.
+// exactOf scores the documents of CTE cte (column id) exactly, each from
+// all its query terms' postings (primary key lookups, in key order: by id,
+// then term), added in byte order of the terms as driver.BM25 adds them.
+func (r *termRanker) exactOf(cte string) string {
+	return `SELECT p.id, sum(` + r.contrib() + ` ORDER BY p.term) AS score
+	FROM {terms} p JOIN q ON q.term = p.term
+	WHERE p.id = ANY(ARRAY(SELECT id FROM ` + cte + `)) AND p.term = ANY(` + r.pT + `::text[])
+	GROUP BY p.id`
+}
+
+// finish scores the documents of CTE "pick" exactly and returns the top K
+// joined to their records.
 func (r *termRanker) finish(sql string) (string, []any) {
+	return r.finishExact(sql + `,
+exact AS (
+	` + r.exactOf("pick") + `
+)`)
+}
+
+// finishExact returns the top K of CTE "exact" (id, score) joined to
+// their records.
+func (r *termRanker) finishExact(sql string) (string, []any) {
 	vecCol := ""
 	if r.q.WithVectors {
 		vecCol = ", r.embedding"
 	}
 	sql += `,
-exact AS (
-	SELECT p.id, sum(` + r.contrib() + ` ORDER BY q.term) AS score
-	FROM {terms} p JOIN q ON q.term = p.term
-	WHERE p.id = ANY(ARRAY(SELECT id FROM pick)) AND p.term = ANY(ARRAY(SELECT term FROM q))
-	GROUP BY p.id
-),
 top AS (SELECT id, score FROM exact WHERE score > 0 ORDER BY score DESC, id LIMIT ` + r.pK + `)
 SELECT ` + prefixed("r.", matchCols) + vecCol + `, top.score FROM top JOIN {table} r ON r.id = top.id ORDER BY top.score DESC, top.id`
 	return r.c.n.expand(sql), r.b.args
 }
 
-// idsSQL ranks the records Filter.IDs names.
+// idsSQL ranks the records Filter.IDs names: their postings of the query
+// terms by primary key (OFFSET 0 keeps the corpus conditions out of the
+// scan, where they would let the planner pick the postings index and read
+// every posting of the terms), kept if in the corpus and eligible.
 func (r *termRanker) idsSQL() (string, []any) {
 	sql := r.begin() + `pick AS (
-	SELECT DISTINCT p.id FROM {terms} p
-	WHERE p.id = ANY(` + r.b.arg(r.q.Filter.IDs) + `::text[]) AND p.term = ANY(ARRAY(SELECT term FROM q)) AND ` + r.corpus() + r.eligible("p.id", false) + `
+	SELECT DISTINCT p.id FROM (
+		SELECT id, layer, kind, resource, thread FROM {terms}
+		WHERE id = ANY(` + r.b.arg(r.q.Filter.IDs) + `::text[]) AND term = ANY(` + r.pT + `::text[])
+		OFFSET 0) p
+	WHERE ` + r.corpus() + r.eligible("p.id", false) + `
 )`
 	return r.finish(sql)
 }
@@ -516,65 +523,186 @@ pick AS (SELECT elig.id FROM elig, kth WHERE elig.s >= kth.t)`
 	return r.finish(sql)
 }
 
-// thresholdSQL returns a lower bound of the K-th best score: the K best
-// documents of the seed terms' postings by partial score, scored exactly;
-// the least of their scores (NULL with fewer than K).
-func (r *termRanker) thresholdSQL(seed []qterm) (string, []any) {
-	sql := r.begin()
-	seedTerms := make([]string, len(seed))
-	for i, x := range seed {
-		seedTerms[i] = x.term
+// sketchTFs is, for term x, the weight bound of each sketch code c (index
+// c): 0 for an empty bucket, the least of the corpus' maxtf and the code's
+// bound otherwise; for code 255 (no bound) the corpus' maxtf, or +Inf if
+// unknown (the saturation then bounds at k1+1).
+func sketchTFs(x qterm) []float64 {
+	maxtf := x.maxtf
+	if maxtf <= 0 {
+		maxtf = math.Inf(1)
 	}
-	sql += `seed AS (
-	SELECT p.id, sum(` + r.contrib() + `) AS part
-	FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
-	WHERE q.term = ANY(` + r.b.arg(seedTerms) + `::text[])
-	GROUP BY p.id
-),
-best AS (SELECT seed.id FROM seed WHERE true` + r.eligible("seed.id", false) + ` ORDER BY seed.part DESC LIMIT ` + r.pK + `),
-exact AS (
-	SELECT p.id, sum(` + r.contrib() + `) AS score
-	FROM {terms} p JOIN q ON q.term = p.term
-	WHERE p.id = ANY(ARRAY(SELECT id FROM best)) AND p.term = ANY(ARRAY(SELECT term FROM q))
-	GROUP BY p.id
-)
-SELECT CASE WHEN count(*) >= ` + r.pK + ` THEN min(score) END FROM exact`
-	return r.c.n.expand(sql), r.b.args
+	t := make([]float64, 256)
+	for c := 1; c < 255; c++ {
+		t[c] = min(maxtf, sketchValue(c))
+	}
+	t[255] = maxtf
+	return t
 }
 
-// maxScoreSQL ranks with the essential terms ess and the common terms ne
-// under threshold theta (see SearchTerms). A candidate's bound is its
-// partial score over ess plus, for each common term, what the term could
-// give a document of its length.
-func (r *termRanker) maxScoreSQL(ess, ne []qterm, theta float64) (string, []any) {
+// prunedSQL ranks with max-score pruning (see SearchTerms), in one
+// statement. byUB are the terms by bound, descending; the first seed of
+// them hold K documents or more.
+//
+//   - seed: the seed terms' postings per document (partial score), the
+//     eligible documents only;
+//   - best: the 2K seed documents with the highest bounds (partial score
+//     plus the other terms' sketch bounds), scored exactly: bexact;
+//   - th: the threshold, the greater of the K-th best partial score of the
+//     seed and the K-th best exact score of best, both lower bounds of the
+//     K-th best score;
+//   - m: how many terms candidates are read from: the seed, or more, until
+//     the bounds of the remaining terms sum below the threshold, so that a
+//     document holding none of the first m.n terms cannot reach it;
+//   - cand: the documents of those terms' postings, partial scores; a
+//     posting whose own contribution plus the other terms' sketch bounds
+//     (the Bloom filter rules most of them out) stays below the threshold
+//     is dropped before the aggregation: its document cannot reach it;
+//   - th2: the threshold raised to the K-th best partial score of cand if
+//     higher;
+//   - ub: the candidates not in bexact, eligible, whose partial score plus
+//     the corpus-wide bounds of the remaining terms reaches it (cheap),
+//     with their bound from their own sketches and lengths;
+//   - pickA: the K with the highest bounds that reach the threshold,
+//     scored exactly (exactA, with bexact); th3: the threshold raised to
+//     the K-th best of those scores;
+//   - pickB: the other candidates whose bound reaches th3, scored exactly;
+//     the top K of all the exact scores.
+func (r *termRanker) prunedSQL(byUB []qterm, seed int) (string, []any) {
 	sql := r.begin()
-	essTerms := make([]string, len(ess))
-	for i, x := range ess {
-		essTerms[i] = x.term
+	n := len(byUB)
+	terms, wis, sfx := make([]string, n), make([]float64, n), make([]float64, n)
+	tfs := make([]float64, 0, 256*n)
+	var sum float64
+	for i := n - 1; i >= 0; i-- {
+		sum += byUB[i].ub
+		terms[i], wis[i], sfx[i] = byUB[i].term, byUB[i].wi, sum
 	}
-	// The common terms' bounds, unrolled: wi·maxtf·(k1+1)/(maxtf + k1·(1-b+b·dl/avg)).
-	var bound []string
-	for _, x := range ne {
+	for _, x := range byUB {
+		tfs = append(tfs, sketchTFs(x)...)
+	}
+	pS := r.b.arg(seed) + "::int"
+	pTFs := r.b.arg(tfs) + "::float8[]"
+	// Partial scores and bounds only prune: they use a cheaper form of the
+	// same formula, w·IDF·(k1+1) · tf / (tf + A + B·dl) with A = k1·(1-b),
+	// B = k1·b/avgdl (equal up to rounding, covered by pruneSlack); the
+	// scores returned are computed as driver.BM25 does (contrib).
+	k1, b := r.q.K1, r.q.B
+	pA, pB := r.b.arg(k1*(1-b))+"::float8", r.b.arg(k1*b/r.avg)+"::float8"
+	wks := make([]float64, n)
+	for i := range byUB {
+		wks[i] = byUB[i].wi * (k1 + 1)
+	}
+	fast := "q.wk * p.tf / (p.tf + " + pA + " + " + pB + " * p.dl)"
+	// Bounds are compared with the threshold less an absolute slack too:
+	// the bounds' form wk - wk·norm/(tf+norm) may round a few ulps of wk
+	// below the true value, more than pruneSlack of a small threshold.
+	var sumWK float64
+	for _, w := range wks {
+		sumWK += w
+	}
+	pEps := r.b.arg(sumWK*1e-12) + "::float8"
+	// bound(alias, j): what term j (1-based, byUB order) can give the
+	// document of alias (columns dl, sketch): w·IDF, inflated, times the
+	// saturation of its sketch's weight bound at its length. A posting
+	// written before sketches has none: code 255, the corpus' bound.
+	bound := func(alias string, j int) string {
+		x := byUB[j-1]
+		// The Bloom filter first: a term it rules out gives nothing. A
+		// posting without sketch (NULL) admits every term.
+		bb, mask := bloomByte(x.term)
+		present := "coalesce(get_byte(" + alias + ".sketch, " + r.b.arg(bb) + "::int) & " + r.b.arg(int(mask)) + "::int = " + r.b.arg(int(mask)) + "::int, true)"
+		code := "coalesce(get_byte(" + alias + ".sketch, " + r.b.arg(sketchBucket(x.term)) + "::int), 255)"
+		tf := "(" + pTFs + ")[" + strconv.Itoa((j-1)*256+1) + " + " + code + "]"
+		wk := r.b.arg(x.wi*(k1+1)*(1+pruneSlack)) + "::float8"
+		norm := "(" + pA + " + " + pB + " * " + alias + ".dl)"
+		// wk·tf/(tf+norm) written wk - wk·norm/(tf+norm), which reads tf
+		// once (SQL has no common subexpressions); equal up to rounding,
+		// far below pruneSlack.
+		sat := wk + " - " + wk + " * " + norm + " / (" + tf + " + " + norm + ")"
 		if x.maxtf <= 0 {
-			bound = append(bound, r.b.arg(x.ub)+"::float8")
-			continue
+			// tf may be +Inf (no bound): the saturation bound k1+1.
+			sat = "least(" + r.b.arg(x.ub) + "::float8, " + sat + ")"
 		}
-		wi, tf := r.b.arg(x.wi*(1+pruneSlack))+"::float8", r.b.arg(x.maxtf)+"::float8"
-		bound = append(bound, wi+" * "+tf+" * ("+r.pK1+" + 1) / ("+tf+" + "+r.pK1+" * (1 - "+r.pB+" + "+r.pB+" * cand.dl / "+r.pAvg+"))")
+		return "(CASE WHEN " + present + " THEN " + sat + " ELSE 0 END)"
 	}
-	if len(bound) == 0 {
-		bound = []string{"0"}
+	// One statement text per number of terms (the seed and the split
+	// are parameters): prepared and planned once per connection.
+	var seedBounds, pickBounds, rowBounds []string
+	for j := 1; j <= n; j++ {
+		seedBounds = append(seedBounds, "(CASE WHEN "+pS+" < "+strconv.Itoa(j)+" THEN "+bound("seed", j)+" ELSE 0 END)")
+		pickBounds = append(pickBounds, "(CASE WHEN m.n < "+strconv.Itoa(j)+" THEN "+bound("cand", j)+" ELSE 0 END)")
+		rowBounds = append(rowBounds, "(CASE WHEN q.i = "+strconv.Itoa(j)+" THEN 0 ELSE "+bound("p", j)+" END)")
 	}
-	sql += `cand AS (
-	SELECT p.id, min(p.dl) AS dl, sum(` + r.contrib() + `) AS part
-	FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
-	WHERE q.term = ANY(` + r.b.arg(essTerms) + `::text[])
-	GROUP BY p.id
+	partial := func(cond string) string {
+		return `SELECT p.id, p.dl, p.sketch, sum(` + fast + `) AS part
+		FROM qb q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
+		WHERE ` + cond + `
+		GROUP BY p.id, p.dl, p.sketch`
+	}
+	sql += `qb AS MATERIALIZED (
+	SELECT t.term COLLATE "C" AS term, t.wi, t.wk, t.sfx, t.i::int AS i
+	FROM unnest(` + r.b.arg(terms) + `::text[], ` + r.b.arg(wis) + `::float8[], ` + r.b.arg(wks) + `::float8[], ` + r.b.arg(sfx) + `::float8[])
+		WITH ORDINALITY AS t(term, wi, wk, sfx, i)
 ),
-pick AS (
-	SELECT cand.id FROM cand WHERE cand.part + ` + strings.Join(bound, " + ") + ` >= ` + r.b.arg(theta) + `::float8` + r.eligible("cand.id", false) + `
+seed AS MATERIALIZED (
+	SELECT s.* FROM (
+		` + partial("q.i <= "+pS) + `
+	) s WHERE true` + r.eligible("s.id", false) + `
+),
+best AS (
+	SELECT seed.id FROM seed
+	ORDER BY seed.part + ` + strings.Join(seedBounds, "\n\t\t+ ") + ` DESC
+	LIMIT 2 * ` + r.pK + `
+),
+bexact AS MATERIALIZED (
+	` + r.exactOf("best") + `
+),
+th AS MATERIALIZED (
+	SELECT greatest(
+		coalesce((SELECT part FROM seed ORDER BY part DESC LIMIT 1 OFFSET ` + r.pK + ` - 1), 0),
+		coalesce((SELECT score FROM bexact ORDER BY score DESC LIMIT 1 OFFSET ` + r.pK + ` - 1), 0)
+	) * (1 - ` + r.b.arg(pruneSlack) + `::float8) AS t
+),
+m AS MATERIALIZED (
+	SELECT n, coalesce((SELECT qb.sfx FROM qb WHERE qb.i = n + 1), 0) AS rest FROM (
+		SELECT greatest(` + pS + `, (SELECT count(*) FROM qb WHERE qb.sfx >= (SELECT t FROM th)))::int AS n) x
+),
+cand AS MATERIALIZED (
+	` + partial("q.i <= (SELECT n FROM m)\n\t\tAND "+fast+"\n\t\t\t+ "+strings.Join(rowBounds, "\n\t\t\t+ ")+" >= (SELECT t FROM th) - "+pEps) + `
+),
+th2 AS MATERIALIZED (
+	SELECT greatest((SELECT t FROM th),
+		coalesce((SELECT part FROM cand WHERE true` + r.eligible("cand.id", false) + ` ORDER BY part DESC LIMIT 1 OFFSET ` + r.pK + ` - 1), 0)
+			* (1 - ` + r.b.arg(pruneSlack) + `::float8)) AS t
+),
+ub AS MATERIALIZED (
+	SELECT cand.id, cand.part + ` + strings.Join(pickBounds, "\n\t\t\t+ ") + ` AS ub
+	FROM cand, th2 th, m
+	WHERE cand.part + m.rest >= th.t
+		AND cand.id NOT IN (SELECT id FROM bexact)` + r.eligible("cand.id", false) + `
+),
+pickA AS MATERIALIZED (
+	SELECT ub.id FROM ub WHERE ub.ub >= (SELECT t FROM th2) - ` + pEps + ` ORDER BY ub.ub DESC LIMIT ` + r.pK + `
+),
+exactA AS MATERIALIZED (
+	` + r.exactOf("pickA") + `
+	UNION ALL
+	SELECT id, score FROM bexact
+),
+th3 AS MATERIALIZED (
+	SELECT greatest((SELECT t FROM th2),
+		coalesce((SELECT score FROM exactA ORDER BY score DESC LIMIT 1 OFFSET ` + r.pK + ` - 1), 0) * (1 - ` + r.b.arg(pruneSlack) + `::float8)) AS t
+),
+pickB AS (
+	SELECT ub.id FROM ub WHERE ub.ub >= (SELECT t FROM th3) - ` + pEps + ` AND ub.id NOT IN (SELECT id FROM pickA)
+),
+exact AS (
+	` + r.exactOf("pickB") + `
+	UNION ALL
+	SELECT id, score FROM exactA
 )`
-	return r.finish(sql)
+	return r.finishExact(sql)
 }
 
 // prefixed qualifies a column list ("a, b") with a table alias.

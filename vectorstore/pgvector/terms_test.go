@@ -168,7 +168,11 @@ func randomQueries(t *testing.T, c *vectorstore.Collection, recs []vectorstore.R
 			f.IDs = append(f.IDs, "missing")
 		}
 		q := map[string]float64{}
-		for j := 1 + r.IntN(8); j > 0; j-- {
+		nterms := 1 + r.IntN(8)
+		if i%25 == 24 {
+			nterms = 2 * maxPrunedTerms // ranked exhaustively whatever the corpus
+		}
+		for j := nterms; j > 0; j-- {
 			q[fmt.Sprintf("w%03d", z.Uint64())] = []float64{1, 0.5, 2}[r.IntN(3)]
 		}
 		opts := vectorstore.TermOptions{Terms: q, K: []int{1, 3, 10, 50, 1000}[r.IntN(5)], Filter: f, WithVectors: r.IntN(2) == 0}
@@ -201,7 +205,9 @@ func TestSearchTermsReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTermIndex(t, c)
-	randomQueries(t, c, recs, r, 300)
+	// Every path: pruning always (no exhaustive ranking), and the default
+	// (these corpora are small enough to be ranked exhaustively).
+	forPaths(t, func() { randomQueries(t, c, recs, r, 200) })
 
 	// Replace a third (new documents, moved scopes, documents dropped),
 	// delete some, and ask again.
@@ -248,7 +254,19 @@ func TestSearchTermsReference(t *testing.T) {
 		recs = append(recs, rec)
 	}
 	checkTermIndex(t, c)
-	randomQueries(t, c, recs, r, 200)
+	forPaths(t, func() { randomQueries(t, c, recs, r, 150) })
+}
+
+// forPaths runs fn with the rankings pruned whatever the corpus, then with
+// the default choice.
+func forPaths(t *testing.T, fn func()) {
+	t.Helper()
+	old := exhaustiveMax
+	defer func() { exhaustiveMax = old }()
+	exhaustiveMax = 0
+	fn()
+	exhaustiveMax = old
+	fn()
 }
 
 // TestSearchTermsTiesAtK: identical documents tie exactly and are cut at
@@ -268,7 +286,10 @@ func TestSearchTermsTiesAtK(t *testing.T) {
 	if err := c.Upsert(ctx, recs...); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []int{1, 3, 4, 5, 7, 40} {
+	old := exhaustiveMax
+	defer func() { exhaustiveMax = old }()
+	for i, k := range []int{1, 3, 4, 5, 7, 40, 1, 3, 4, 5, 7, 40} {
+		exhaustiveMax = []int{0, old}[i/6]
 		opts := vectorstore.TermOptions{Terms: map[string]float64{"tie": 1, "common": 0.5}, K: k, Filter: vectorstore.Filter{Layer: "l", Resource: "u"}}
 		got, err := c.SearchTerms(ctx, opts)
 		if err != nil {
@@ -296,10 +317,17 @@ type termIndexRow struct {
 
 // checkTermIndex compares the postings and statistics tables with what
 // the records hold: every posting is a term of its record with the
-// record's fields and length, every record's term has its posting, and
-// every statistics row is the count (and length) of its group, with
+// record's fields, length and sketch, every record's term has its posting,
+// and every statistics row is the count (and length) of its group, with
 // bounds that hold; no row is left at zero.
 func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
+	t.Helper()
+	checkTermIndexZeros(t, c, false)
+}
+
+// checkTermIndexZeros is checkTermIndex, tolerating rows at zero if
+// zeros: the sweep skips rows that concurrent writers hold.
+func checkTermIndexZeros(t *testing.T, c *vectorstore.Collection, zeros bool) {
 	t.Helper()
 	drv := c.Driver().(*collection)
 	var recs []vectorstore.Record
@@ -313,6 +341,7 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 	type posting struct {
 		tf                            float32
 		dl                            float64
+		sketch                        string
 		layer, kind, resource, thread string
 	}
 	wantP := map[pkey]posting{}
@@ -349,13 +378,13 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 		g := skey{rec.Layer, "", rec.Scope.Resource, rec.Scope.Thread, rec.Kind}
 		add(g, dl, 0, true)
 		for term, tf := range rec.Terms {
-			wantP[pkey{rec.ID, term}] = posting{tf, dl, rec.Layer, rec.Kind, rec.Scope.Resource, rec.Scope.Thread}
+			wantP[pkey{rec.ID, term}] = posting{tf, dl, string(termSketch(rec.Terms)), rec.Layer, rec.Kind, rec.Scope.Resource, rec.Scope.Thread}
 			g.term = term
 			add(g, dl, tf, false)
 		}
 	}
 	err := drv.withConn(ctx, true, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, drv.n.expand("SELECT id, term, tf, dl, layer, kind, resource, thread FROM {terms}"))
+		rows, err := conn.Query(ctx, drv.n.expand("SELECT id, term, tf, dl, sketch, layer, kind, resource, thread FROM {terms}"))
 		if err != nil {
 			return err
 		}
@@ -363,9 +392,11 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 		for rows.Next() {
 			var k pkey
 			var p posting
-			if err := rows.Scan(&k.id, &k.term, &p.tf, &p.dl, &p.layer, &p.kind, &p.resource, &p.thread); err != nil {
+			var sk []byte
+			if err := rows.Scan(&k.id, &k.term, &p.tf, &p.dl, &sk, &p.layer, &p.kind, &p.resource, &p.thread); err != nil {
 				return err
 			}
+			p.sketch = string(sk)
 			n++
 			if w, ok := wantP[k]; !ok || w != p {
 				return fmt.Errorf("posting %v = %+v, want %+v (present %v)", k, p, w, ok)
@@ -390,8 +421,11 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 				return err
 			}
 			row.maxtf = float64(maxtf)
-			n++
 			w := wantS[k]
+			if w == nil && zeros && row.n == 0 && row.len == 0 {
+				continue
+			}
+			n++
 			if w == nil {
 				return fmt.Errorf("statistics row %+v = %+v, none expected (rows at zero must be swept)", k, row)
 			}
@@ -406,7 +440,7 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 			return err
 		}
 		if n != len(wantS) {
-			return fmt.Errorf("%d statistics rows, want %d", n, len(wantS))
+			return fmt.Errorf("%d statistics rows (not at zero), want %d", n, len(wantS))
 		}
 		return nil
 	})
@@ -449,7 +483,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 					sameResult(t, got, refSearch(all, opts), label)
 				}
 			}
-			query("loaded")
+			forPaths(t, func() { query("loaded") })
 
 			// The same records again: nothing changes.
 			if err := c.Upsert(ctx, recs[:50]...); err != nil {
@@ -479,7 +513,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTermIndex(t, c)
-			query("replaced")
+			forPaths(t, func() { query("replaced") })
 
 			// UpsertIf: create, replace, conflict (nothing changes).
 			rev, err := c.UpsertIf(ctx, vectorstore.Record{ID: "cas", Layer: "semantic", Scope: vectorstore.Scope{Resource: "u2", Thread: "u2-t1"},
@@ -501,7 +535,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTermIndex(t, c)
-			query("upsert if")
+			forPaths(t, func() { query("upsert if") })
 			// DeleteIf: conflict, then match.
 			if err := c.DeleteIf(ctx, "cas", rev+1); !errors.Is(err, vectorstore.ErrConflict) {
 				t.Fatalf("stale DeleteIf: %v", err)
@@ -525,7 +559,7 @@ func TestTermIndexMaintenance(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkTermIndex(t, c)
-			query("deleted")
+			forPaths(t, func() { query("deleted") })
 			if _, err := c.DeleteWhere(ctx, vectorstore.Filter{Layer: "semantic"}); err != nil {
 				t.Fatal(err)
 			}
@@ -598,7 +632,7 @@ func TestTermIndexConcurrentWriters(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	checkTermIndex(t, c)
+	checkTermIndexZeros(t, c, true)
 }
 
 // TestTermIndexMigration: a collection of schema version 2 (before the
@@ -613,14 +647,14 @@ func TestTermIndexMigration(t *testing.T) {
 	c.Close()
 	table := tableFor(name)
 	for _, sql := range []string{
-		"ALTER TABLE " + pgx.Identifier{table}.Sanitize() + " DROP COLUMN terms",
+		"ALTER TABLE " + pgx.Identifier{table}.Sanitize() + " DROP COLUMN terms, DROP COLUMN term_sketch",
 		"DROP TABLE " + pgx.Identifier{table + "_terms"}.Sanitize() + ", " + pgx.Identifier{table + "_tstats"}.Sanitize(),
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version = 3", "vectorstore/pgvector:"+table); err != nil {
+	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version >= 3", "vectorstore/pgvector:"+table); err != nil {
 		t.Fatal(err)
 	}
 	c, err := OpenCollection(ctx, pool, name, nil, nil)
@@ -653,6 +687,50 @@ func TestTermIndexMigration(t *testing.T) {
 	}
 }
 
+// TestTermSketchMigration: a collection of schema version 3 (term index
+// without sketches) migrates on open; its postings have no sketch, which
+// the pruned rankings bound by the corpus' maxtf (same answers), and
+// records written again gain theirs.
+func TestTermSketchMigration(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	c, name := openTermColl(t, pool, "terms_presketch", nil)
+	recs := termCorpus(rand.New(rand.NewPCG(14, 15)), 800)
+	if err := c.Upsert(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	table := tableFor(name)
+	for _, sql := range []string{
+		"DROP INDEX " + pgx.Identifier{table + "_tix"}.Sanitize(),
+		"ALTER TABLE " + pgx.Identifier{table}.Sanitize() + " DROP COLUMN term_sketch",
+		"ALTER TABLE " + pgx.Identifier{table + "_terms"}.Sanitize() + " DROP COLUMN sketch",
+		"CREATE INDEX " + pgx.Identifier{table + "_tix"}.Sanitize() + " ON " + pgx.Identifier{table + "_terms"}.Sanitize() + " (layer, term, resource, thread, kind) INCLUDE (id, tf, dl)",
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version >= 4", "vectorstore/pgvector:"+table); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenCollection(ctx, pool, name, nil, nil)
+	if err != nil {
+		t.Fatalf("open of a version 3 collection: %v", err)
+	}
+	defer c.Close()
+	var missing int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{table + "_terms"}.Sanitize()+" WHERE sketch IS NULL").Scan(&missing); err != nil || missing == 0 {
+		t.Fatalf("%d postings without sketch after the migration (%v)", missing, err)
+	}
+	forPaths(t, func() { randomQueries(t, c, recs, rand.New(rand.NewPCG(16, 17)), 60) })
+	// Written again: sketches everywhere.
+	if err := c.Upsert(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	checkTermIndex(t, c)
+	forPaths(t, func() { randomQueries(t, c, recs, rand.New(rand.NewPCG(18, 19)), 60) })
+}
+
 // TestTermTablesDropped: term tables dropped outside strata are rebuilt
 // from the records on the next open; a records table dropped outside
 // strata takes its term index with it.
@@ -673,7 +751,7 @@ func TestTermTablesDropped(t *testing.T) {
 	}
 	defer c2.Close()
 	checkTermIndex(t, c2)
-	randomQueries(t, c2, recs, rand.New(rand.NewPCG(10, 11)), 40)
+	forPaths(t, func() { randomQueries(t, c2, recs, rand.New(rand.NewPCG(10, 11)), 40) })
 
 	if _, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{table}.Sanitize()); err != nil {
 		t.Fatal(err)
@@ -713,8 +791,7 @@ func TestSearchTermsPlan(t *testing.T) {
 		sql  func() (string, []any)
 	}{
 		{"exhaustive", r.exhaustiveSQL},
-		{"threshold", func() (string, []any) { return r.thresholdSQL([]qterm{qs[2], qs[1]}) }},
-		{"maxscore", func() (string, []any) { return r.maxScoreSQL([]qterm{qs[2], qs[1]}, qs[:1], 4) }},
+		{"pruned", func() (string, []any) { return r.prunedSQL([]qterm{qs[2], qs[1], qs[0]}, 1) }},
 		{"ids", func() (string, []any) {
 			q.Filter.IDs = []string{recs[0].ID, recs[1].ID}
 			defer func() { q.Filter.IDs = nil }()
