@@ -1,6 +1,10 @@
 package uselite
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/stratamem/strata/internal/vecmath"
+)
 
 // useAVX2 selects the AVX2+FMA micro-kernel; Go code without SIMD runs
 // elsewhere. Both compute each output as a sum over k in increasing order;
@@ -24,15 +28,14 @@ func kernel4x16(k int, a []float32, lda int, panel []float32, c []float32, ldc i
 }
 
 //go:noescape
-func dotAVX2(a, b *float32, n int) float32
-
-//go:noescape
 func axpyAVX2(y *float32, alpha float32, x *float32, n int)
 
+// dot runs vecmath's AVX2 dot product on multiples of 16 elements (two
+// 8-lane FMA accumulators, reduced pairwise) and dotGo on other lengths,
+// where vecmath.Dot would add a scalar tail to a SIMD prefix instead.
 func dot(a, b []float32) float32 {
-	if useAVX2 && len(a) > 0 && len(a)%16 == 0 {
-		_ = b[len(a)-1]
-		return dotAVX2(&a[0], &b[0], len(a))
+	if useAVX2 && vecmath.HasSIMD() && len(a) > 0 && len(a)%16 == 0 {
+		return vecmath.Dot(a, b)
 	}
 	return dotGo(a, b)
 }

@@ -67,37 +67,6 @@ store:
 	VZEROUPPER
 	RET
 
-// func dotAVX2(a, b *float32, n int) float32
-//
-// n must be a positive multiple of 16. Two accumulators of 8 lanes, summed
-// at the end.
-TEXT ·dotAVX2(SB), NOSPLIT, $0-28
-	MOVQ   a+0(FP), SI
-	MOVQ   b+8(FP), DI
-	MOVQ   n+16(FP), CX
-	SHRQ   $4, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-dotloop:
-	VMOVUPS     (SI), Y2
-	VMOVUPS     32(SI), Y3
-	VFMADD231PS (DI), Y2, Y0
-	VFMADD231PS 32(DI), Y3, Y1
-	ADDQ        $64, SI
-	ADDQ        $64, DI
-	DECQ        CX
-	JNZ         dotloop
-
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMOVSS       X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
 // func axpyAVX2(y *float32, alpha float32, x *float32, n int)
 //
 // y[i] += alpha*x[i]; n must be a positive multiple of 16.

@@ -18,6 +18,7 @@ import (
 
 	chromemgo "github.com/philippgille/chromem-go"
 
+	"github.com/stratamem/strata/internal/vecmath"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
 )
@@ -179,13 +180,20 @@ type collection struct {
 	dirDirty bool
 
 	// mu guards the in-memory state below; writers hold it only to apply.
-	mu   sync.RWMutex
-	recs map[string]*driver.Record // immutable once stored
+	mu sync.RWMutex
+	// recs holds the records, immutable once stored but for their Vector,
+	// which vecs may move to other memory holding the same values (under
+	// mu held exclusively).
+	recs map[string]*driver.Record
 	// idx indexes recs by layer, thread and resource (scopeindex.go), so
 	// that a call filtered by any of them touches only those records. It
 	// is built once the replay at open is done, then maintained by
 	// applyUpsert and applyDelete.
 	idx scopeIndex
+	// vecs keeps the vectors of each resource's records in contiguous
+	// slabs (vectors.go), for scoped queries to read sequentially; built
+	// and maintained with idx.
+	vecs vecStore
 	// terms is the lexical index of the records' Terms (termindex.go),
 	// built lazily by the first searches that need it and from then on
 	// maintained with idx.
@@ -271,6 +279,14 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 	// by frame would move list tails for every record logged out of
 	// creation order (a compacted log is in id order).
 	c.idx.build(c.recs)
+	c.vecs.build(m.Dimension, m.Distance, c.idx.by[fieldResource])
+	if c.chr != nil {
+		// Added once, with the vectors where vecs put them (replay leaves
+		// chromem-go alone).
+		for _, r := range c.recs {
+			c.addChromem(ctx, r)
+		}
+	}
 	c.log, c.size, c.ckpt = f, good, ck
 	if c.needsCompaction() {
 		// The replayed log is intact, so a failed compaction costs space,
@@ -437,8 +453,9 @@ func chromemMeta(r *driver.Record) map[string]string {
 	return m
 }
 
-// applyUpsert installs records in memory and in the index; the caller holds
-// mu (or owns c exclusively during open).
+// applyUpsert installs records in memory, in the indexes and in chromem-go
+// (the last three once open has built the indexes); the caller holds mu (or
+// owns c exclusively during open).
 func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 	// The index update: the records stored before this batch that it
 	// replaces, and the batch's records, the last one only of an id
@@ -456,7 +473,9 @@ func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 		old, replaced := c.recs[r.ID]
 		if replaced {
 			c.live -= approxSize(old)
+			c.moved(ctx, c.vecs.remove(old))
 		}
+		c.vecs.add(&r)
 		c.recs[r.ID] = &r
 		c.live += approxSize(&r)
 		if c.idx.built() {
@@ -471,21 +490,38 @@ func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 				}
 				add = append(add, &r)
 			}
-		}
-		if c.chr != nil {
-			// chromem keeps the slice itself when it is already unit length
-			// (the portable layer normalised it), so the vector is shared,
-			// not duplicated. AddDocument only fails on an empty ID or
-			// vector, both excluded by validation and replay checks.
-			_ = c.chr.AddDocument(ctx, chromemgo.Document{ID: r.ID, Metadata: chromemMeta(&r), Embedding: r.Vector})
+			c.addChromem(ctx, &r)
 		}
 	}
 	c.idx.update(rm, add)
 	c.terms.update(rm, add)
 }
 
-// applyDelete removes records from memory and from the index; the caller
-// holds mu (or owns c exclusively during open).
+// addChromem adds (or replaces) r's document in chromem-go, if the
+// collection is cosine. During the replay at open it is not called: open
+// adds every record once replay is done.
+func (c *collection) addChromem(ctx context.Context, r *driver.Record) {
+	if c.chr == nil {
+		return
+	}
+	// chromem keeps the slice itself when it is already unit length (the
+	// portable layer normalised it), so the vector is shared, not
+	// duplicated. AddDocument only fails on an empty ID or vector, both
+	// excluded by validation and replay checks.
+	_ = c.chr.AddDocument(ctx, chromemgo.Document{ID: r.ID, Metadata: chromemMeta(r), Embedding: r.Vector})
+}
+
+// moved updates chromem-go after vecs repacked a chain: its documents of
+// recs still share their old vectors, which would keep the old slabs alive.
+// The caller holds mu exclusively.
+func (c *collection) moved(ctx context.Context, recs []*driver.Record) {
+	for _, r := range recs {
+		c.addChromem(ctx, r)
+	}
+}
+
+// applyDelete removes records from memory, from the indexes and from
+// chromem-go; the caller holds mu (or owns c exclusively during open).
 func (c *collection) applyDelete(ctx context.Context, ids []string) {
 	var gone []string
 	var rm []*driver.Record
@@ -493,13 +529,14 @@ func (c *collection) applyDelete(ctx context.Context, ids []string) {
 		if old, ok := c.recs[id]; ok {
 			c.live -= approxSize(old)
 			delete(c.recs, id)
+			c.moved(ctx, c.vecs.remove(old))
 			gone = append(gone, id)
 			rm = append(rm, old)
 		}
 	}
 	c.idx.update(rm, nil)
 	c.terms.update(rm, nil)
-	if c.chr != nil && len(gone) > 0 {
+	if c.chr != nil && c.idx.built() && len(gone) > 0 {
 		// chromem's Delete reads len(documents) before taking its own lock;
 		// the caller's exclusive mu is what makes this race-free.
 		_ = c.chr.Delete(ctx, nil, nil, gone...)
@@ -856,12 +893,45 @@ func (c *collection) queryChromem(ctx context.Context, q *driver.VectorQuery) ([
 // and every filter naming a layer, thread or resource: scan then scores
 // the records of that scope only, where chromem-go would visit every
 // document of the collection (BenchmarkScopeQuery).
+//
+// The candidates are those of scan, except that a filter naming a
+// resource is served from that resource's chain of vectors (vecs,
+// chain.topK) when the chain is not much longer than the smallest index
+// list: reading the chain's slabs in order (and, for cosine and dot, its
+// int8 codes first) beats reading scattered vectors. Each candidate is
+// tested with what of the filter its source does not already guarantee;
+// a filter on metadata, once K matches are kept, only if the candidate's
+// score would enter the top K (topK.consider; BenchmarkQueryResource).
 func (c *collection) queryScan(q *driver.VectorQuery) []driver.Match {
-	h := &bounded[scored]{k: q.K, cmp: compareScored}
-	c.scan(&q.Filter, func(r *driver.Record) {
-		h.offer(scored{r: r, score: score(c.info.Distance, q.Vector, r.Vector)})
-	})
-	hits := h.sorted()
+	t := topK{h: bounded[scored]{k: q.K, cmp: compareScored}, q: q.Vector, d: c.info.Distance, f: q.Filter}
+	f := &q.Filter
+	var hits []scored
+	cands, fi, indexed := c.idx.candidates(f)
+	ch := c.vecs.chain(f.Resource)
+	switch {
+	case len(f.IDs) > 0:
+		t.f.IDs = nil // every candidate is one of them
+		for _, id := range f.IDs {
+			if r, ok := c.recs[id]; ok {
+				t.consider(r, r.Vector)
+			}
+		}
+	case ch != nil && ch.slots() <= chainScanFactor*len(cands):
+		t.f.Resource = ""
+		hits = ch.topK(&c.vecs, t.d, t.q, q.K, &t.f)
+	case indexed:
+		clearField(&t.f, fi)
+		for _, r := range cands {
+			t.consider(r, r.Vector)
+		}
+	default:
+		for _, r := range c.recs {
+			t.consider(r, r.Vector)
+		}
+	}
+	if hits == nil {
+		hits = t.h.sorted()
+	}
 	if len(hits) == 0 {
 		return nil
 	}
@@ -870,6 +940,52 @@ func (c *collection) queryScan(q *driver.VectorQuery) []driver.Match {
 		ms[i] = driver.Match{Record: *s.r, Score: s.score}
 	}
 	return ms
+}
+
+// chainScanFactor: a resource's chain is scanned instead of a smaller
+// index list (a thread's, say) when it has at most this many times the
+// list's entries, sequential reads being that much cheaper than scattered
+// ones.
+const chainScanFactor = 3
+
+// clearField drops from f its condition on indexed field fi, which the
+// records of fi's index list all satisfy.
+func clearField(f *driver.Filter, fi int) {
+	switch fi {
+	case fieldLayer:
+		f.Layer = ""
+	case fieldThread:
+		f.Thread = ""
+	default:
+		f.Resource = ""
+	}
+}
+
+// topK is the state of queryScan: the bounded heap of the best matches so
+// far and the filter conditions left to test.
+type topK struct {
+	h bounded[scored]
+	q []float32
+	d driver.Distance
+	f driver.Filter
+}
+
+// consider offers r, whose vector is vec, if it passes t.f. The filter is
+// tested first, sparing the scoring of the records it refuses, unless it
+// looks up metadata and K matches are kept already: the lookups touch
+// memory of their own (the map, its strings), costing more than a score
+// that is mostly too low to need them.
+func (t *topK) consider(r *driver.Record, vec []float32) {
+	if len(t.f.Metadata) == 0 || len(t.h.items) < t.h.k {
+		if t.f.Matches(r) {
+			t.h.offer(scored{r: r, score: score(t.d, t.q, vec)})
+		}
+		return
+	}
+	s := scored{r: r, score: score(t.d, t.q, vec)}
+	if t.h.wouldKeep(s) && t.f.Matches(r) {
+		t.h.offer(s)
+	}
 }
 
 // scored is a candidate match of queryScan: the record by pointer, so that
@@ -1062,6 +1178,7 @@ func (c *collection) Close() error {
 	c.closed = true
 	c.recs = nil
 	c.idx = scopeIndex{}
+	c.vecs = vecStore{}
 	c.terms.reset()
 	c.chr = nil
 	var err error
@@ -1091,35 +1208,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// score is driver.Score with float32 arithmetic in four independent
-// accumulators: about 3x faster than the float64 reference, and like it a
-// pure function of the two vectors, so identical vectors tie exactly.
+// score is driver.Score in float32 arithmetic with the vecmath kernels
+// (AVX2+FMA where the CPU has them): several times faster than the float64
+// reference, and like it a pure function of the two vectors, whatever
+// their addresses, so identical vectors tie exactly.
 func score(d driver.Distance, a, b []float32) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
 	if d == driver.DistanceEuclidean {
-		for ; i+4 <= len(a); i += 4 {
-			x0, x1, x2, x3 := a[i]-b[i], a[i+1]-b[i+1], a[i+2]-b[i+2], a[i+3]-b[i+3]
-			s0 += x0 * x0
-			s1 += x1 * x1
-			s2 += x2 * x2
-			s3 += x3 * x3
-		}
-		for ; i < len(a); i++ {
-			x := a[i] - b[i]
-			s0 += x * x
-		}
-		return -math.Sqrt(float64(s0 + s1 + s2 + s3))
+		return -math.Sqrt(float64(vecmath.SqDist(a, b)))
 	}
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return float64(s0 + s1 + s2 + s3)
+	return float64(vecmath.Dot(a, b))
 }

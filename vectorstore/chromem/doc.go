@@ -102,6 +102,32 @@
 // Listing without an indexed field keeps the page's records of a full scan
 // in a bounded heap, O(N log limit).
 //
+// # Vector layout and scoring
+//
+// The vectors of each resource's records live together in slabs, which
+// the records' Vector slices point into (vectors.go; records without a
+// resource keep their own), so that a query scoped to a resource reads
+// them sequentially rather than one scattered heap object per record.
+// Scores are float32 dot products or squared distances computed with the
+// internal/vecmath kernels (AVX2+FMA on amd64 CPUs that have it, portable
+// Go elsewhere), whose order of operations depends on the length only: the
+// same vectors always score the same bits.
+//
+// A cosine or dot collection also keeps each of those vectors as int8
+// codes with a per-vector error bound (a quarter of the bytes again, plus
+// 8 bytes). A query within a resource (that no smaller index list narrows
+// better) first bounds every score from the codes, then computes the exact
+// score of the few records whose bound can still reach the top K, and
+// tests the rest of its filter only on the records whose exact score would
+// enter it. The results are those of a full exact scan, scores included; a
+// query the bounds cannot settle falls back to a scan of the resource's
+// vectors, testing the filter first if it refused most of the best
+// candidates. For 100,000 512-d records in one resource, a K=280 query
+// takes about 4 ms, where scoring the records one by one took 30-35 ms on
+// the same machine (BenchmarkQueryResource). Deleted and replaced records
+// leave dead slots until a resource has more dead slots than live ones,
+// when its slabs are repacked.
+//
 // # Term search
 //
 // Record.Terms, a record's lexical document, is logged with the record (a
