@@ -222,6 +222,11 @@ const pruneSlack = 1e-9
 // force pruning.
 var exhaustiveMax = 4000
 
+// termsWorkMem is the work_mem of a SearchTerms transaction (SET LOCAL):
+// the aggregation of a common term's postings (tens of thousands of rows
+// of about 130 bytes) spills to disk under the default 4MB.
+const termsWorkMem = "64MB"
+
 // maxPrunedTerms bounds the terms of a pruned ranking, which spells out a
 // bound per term (about 30 parameters each; PostgreSQL takes 65535). A
 // query with more terms (a turn's has 3-8) is ranked exhaustively.
@@ -247,7 +252,9 @@ type qterm struct {
 //   - with Filter.IDs, the postings of those records for the query terms,
 //     by primary key (idsSQL);
 //   - when the query's terms hold few postings altogether (exhaustiveMax),
-//     every one of them, from the postings index (exhaustiveSQL);
+//     or when even all of them together would not seed the pruning (each
+//     of them common, or a single term), every one of them, from the
+//     postings index (exhaustiveSQL; a single term needs no aggregation);
 //   - otherwise with max-score pruning (prunedSQL): a threshold from the
 //     exact scores of the likely best documents of the rarest terms; only
 //     the postings of the terms whose bounds could still lift a document
@@ -291,7 +298,7 @@ func (c *collection) SearchTerms(ctx context.Context, q driver.TermQuery) (drive
 	FROM {tstats} WHERE ` + cond + ` GROUP BY term)
 SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT array_agg(len) FROM s),
 	(SELECT array_agg(maxtf) FROM s), (SELECT array_agg(mindl) FROM s),
-	set_config('plan_cache_mode', 'force_generic_plan', true)`)
+	set_config('plan_cache_mode', 'force_generic_plan', true)||set_config('work_mem', '` + termsWorkMem + `', true)`)
 
 	var res driver.TermResult
 	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
@@ -376,7 +383,14 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 					cum += byUB[seed].df
 					seed++
 				}
-				sql, args = r.prunedSQL(byUB, seed)
+				if seed == len(byUB) {
+					// The seed would be every term (common terms
+					// only, or one): pruning reads nothing less, and
+					// costs a second pass. Score them all once.
+					sql, args = r.exhaustiveSQL()
+				} else {
+					sql, args = r.prunedSQL(byUB, seed)
+				}
 			}
 			rows, err := tx.Query(ctx, sql, args...)
 			if err != nil {
@@ -512,6 +526,16 @@ func (r *termRanker) idsSQL() (string, []any) {
 // rounding of the K-th best, so that ties at K are all kept), which are
 // then scored exactly.
 func (r *termRanker) exhaustiveSQL() (string, []any) {
+	if len(r.qs) == 1 {
+		// One term: a document has one posting of it, whose contribution
+		// is its exact score (sum(x ORDER BY term) of one x is x): rank
+		// them directly, with no aggregation and no second pass.
+		sql := r.begin() + `exact AS (
+	SELECT p.id, ` + r.contrib() + ` AS score
+	FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + r.eligible("p.id", false) + `
+)`
+		return r.finishExact(sql)
+	}
 	sql := r.begin() + `pre AS (
 	SELECT p.id, sum(` + r.contrib() + `) AS s
 	FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
@@ -640,6 +664,17 @@ func (r *termRanker) prunedSQL(byUB []qterm, seed int) (string, []any) {
 		WHERE ` + cond + `
 		GROUP BY p.id, p.dl, p.sketch`
 	}
+	// A seed of one term (the usual case: the rarest term holds K
+	// documents) has one posting per document: its partial scores need
+	// no aggregation, which costs more than reading the postings.
+	var seedPart string
+	if seed > 1 {
+		seedPart = partial("q.i <= " + pS)
+	} else {
+		seedPart = `SELECT p.id, p.dl, p.sketch, ` + fast + ` AS part
+		FROM qb q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + `
+		WHERE q.i = 1`
+	}
 	sql += `qb AS MATERIALIZED (
 	SELECT t.term COLLATE "C" AS term, t.wi, t.wk, t.sfx, t.i::int AS i
 	FROM unnest(` + r.b.arg(terms) + `::text[], ` + r.b.arg(wis) + `::float8[], ` + r.b.arg(wks) + `::float8[], ` + r.b.arg(sfx) + `::float8[])
@@ -647,7 +682,7 @@ func (r *termRanker) prunedSQL(byUB []qterm, seed int) (string, []any) {
 ),
 seed AS MATERIALIZED (
 	SELECT s.* FROM (
-		` + partial("q.i <= "+pS) + `
+		` + seedPart + `
 	) s WHERE true` + r.eligible("s.id", false) + `
 ),
 best AS (
