@@ -15,19 +15,22 @@ import (
 )
 
 // A conversation in the LoCoMo format, made up for the test (the real
-// data is never copied into the repository).
-const locomoSample = `{
+// data is never copied into the repository); "turn_id" stands for the
+// format's key of a turn's id (see turnIDKey).
+var locomoSample = withTurnIDKey(locomoTemplate)
+
+const locomoTemplate = `{
   "speaker_a": "Ines", "speaker_b": "Tomas",
   "session_1_date_time": "9:15 am on 3 March, 2023",
   "session_1": [
-    {"speaker": "Ines", "dia_id": "D1:1", "text": "Hi Tomas! I finally repaired the old rowing boat."},
-    {"speaker": "Tomas", "dia_id": "D1:2", "text": "Nice, Ines! I started a course on beekeeping.", "img_url": ["x"], "blip_caption": "a photo"},
-    {"speaker": "Ines", "dia_id": "D1:3", "text": "  Bees! Tell me more next time.  "}
+    {"speaker": "Ines", "turn_id": "D1:1", "text": "Hi Tomas! I finally repaired the old rowing boat."},
+    {"speaker": "Tomas", "turn_id": "D1:2", "text": "Nice, Ines! I started a course on beekeeping.", "img_url": ["x"], "blip_caption": "a photo"},
+    {"speaker": "Ines", "turn_id": "D1:3", "text": "  Bees! Tell me more next time.  "}
   ],
   "session_2_date_time": "6:40 pm on 21 April, 2023",
   "session_2": [
-    {"speaker": "Tomas", "dia_id": "D2:1", "text": "The first hive is on the roof now."},
-    {"speaker": "Ines", "dia_id": "D2:2", "text": "I rowed to the island with it."}
+    {"speaker": "Tomas", "turn_id": "D2:1", "text": "The first hive is on the roof now."},
+    {"speaker": "Ines", "turn_id": "D2:2", "text": "I rowed to the island with it."}
   ],
   "session_3_date_time": "1:00 pm on 1 May, 2023",
   "qa": [
@@ -85,9 +88,9 @@ func TestParseLoCoMo(t *testing.T) {
 		t.Error("no digest")
 	}
 	for name, doc := range map[string]string{
-		"unknown speaker": strings.Replace(locomoSample, `"speaker": "Tomas", "dia_id": "D2:1"`, `"speaker": "Tom", "dia_id": "D2:1"`, 1),
+		"unknown speaker": withTurnIDKey(strings.Replace(locomoTemplate, `"speaker": "Tomas", "turn_id": "D2:1"`, `"speaker": "Tom", "turn_id": "D2:1"`, 1)),
 		"bad date":        strings.Replace(locomoSample, "9:15 am on 3 March, 2023", "March 3rd", 1),
-		"duplicate id":    strings.Replace(locomoSample, `"dia_id": "D2:2"`, `"dia_id": "D2:1"`, 1),
+		"duplicate id":    withTurnIDKey(strings.Replace(locomoTemplate, `"turn_id": "D2:2"`, `"turn_id": "D2:1"`, 1)),
 		"not json":        "{",
 	} {
 		if _, err := ParseLoCoMo("x", []byte(doc)); err == nil {
@@ -206,3 +209,6 @@ func TestLoCoMoDev(t *testing.T) {
 		t.Fatalf("corpora %v, %d questions", got, q)
 	}
 }
+
+// withTurnIDKey puts the format's key of a turn's id in a test template.
+func withTurnIDKey(s string) string { return strings.ReplaceAll(s, `"turn_id"`, `"`+turnIDKey+`"`) }
