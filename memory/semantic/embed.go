@@ -245,21 +245,15 @@ func (s *session) dropDeleted(ctx context.Context) error {
 
 // present reports which of the message records ids exist.
 func (s *session) present(ctx context.Context, ids []string) (map[string]bool, error) {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	present := make(map[string]bool, len(ids))
-	for lo := 0; lo < len(ids); lo += vectorstore.MaxListLimit {
-		chunk := ids[lo:min(len(ids), lo+vectorstore.MaxListLimit)]
-		recs, _, err := s.l.store.Records.List(ctx, vectorstore.ListOptions{
-			Filter: vectorstore.Filter{Layer: s.l.o.ID, Kind: KindMessage, IDs: chunk}, Limit: len(chunk)})
-		if err != nil {
-			return nil, fmt.Errorf("semantic: look up messages before storing their vectors: %w", err)
-		}
-		for _, r := range recs {
-			present[r.ID] = true
-		}
+	es, err := s.fetch(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	return present, nil
+	out := make(map[string]bool, len(es))
+	for id := range es {
+		out[id] = true
+	}
+	return out, nil
 }
 
 // embedTexts embeds texts in calls of EmbedBatch. A text the model cannot
