@@ -150,7 +150,7 @@ func (i *layerInstance[S]) recallTimeout() time.Duration {
 }
 
 func (i *layerInstance[S]) startRecall(hctx context.Context, cancel context.CancelFunc, in recallInput) *pendingHook[recallOutput] {
-	p := RecallParams[S]{Run: i.run(), State: i.state, Budget: in.budget, Turn: in.turn, History: in.history, Visible: in.visible}
+	p := RecallParams[S]{Run: i.run(), State: i.state, Budget: in.budget, Turn: in.turn, History: in.history, Visible: in.visible, Tokens: i.sess.rt.counter}
 	return startHookIn(hctx, cancel,
 		func(ctx context.Context) (recallOutput, error) {
 			r, err := i.layer.Hooks.Recall(ctx, p)
@@ -172,7 +172,7 @@ func (i *layerInstance[S]) renderDelta(ctx context.Context, prev, next []Item) (
 	if i.layer.Hooks.RenderDelta == nil {
 		return "", "", nil
 	}
-	p := RenderDeltaParams[S]{State: i.state, Prev: prev, Next: next}
+	p := RenderDeltaParams[S]{State: i.state, Prev: prev, Next: next, Tokens: i.sess.rt.counter}
 	type delta struct {
 		text string
 		ok   bool

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/stratamem/strata/tokens"
 )
 
 // Slot orders layers within their band: lower first. The constants are the
@@ -253,6 +255,10 @@ type RecallParams[S any] struct {
 	// Visible is the part of History the projection will show, when known
 	// from the previous assembly.
 	Visible []Item
+	// Tokens is the runtime's token counter, the one that cuts the layer's
+	// output to Budget: a layer that fits its rendering to the budget
+	// counts with it, so both sides agree.
+	Tokens tokens.Tokenizer
 }
 
 // Recall is what a layer contributes to one assembly. The zero value
@@ -290,6 +296,8 @@ type RenderDeltaParams[S any] struct {
 	Prev []Item
 	// Next is the fresh output.
 	Next []Item
+	// Tokens is the runtime's token counter (see RecallParams.Tokens).
+	Tokens tokens.Tokenizer
 }
 
 // ProjectHistoryParams is passed to ProjectHistory.
