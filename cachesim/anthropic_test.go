@@ -304,7 +304,7 @@ func TestAnthropicBuiltInMinimumPerFamily(t *testing.T) {
 		"claude-haiku-4-5":           4096,
 		"claude-opus-4-5-20251101":   4096,
 		"claude-opus-4-6":            4096,
-		"claude-sonnet-4-5":          1024, // benchmarks/cachebench's model
+		"claude-sonnet-4-5":          1024, // benchmarks/internal/cachebench's model
 		"claude-sonnet-4-5-20250929": 1024,
 		"claude-opus-4-1-20250805":   1024,
 		"claude-opus-4-20250514":     1024,

@@ -82,7 +82,7 @@
 // Hybrid by default: BM25 over the messages' lexical documents (analysed
 // with package memory/lexical), fused with vector similarity; ModeDense
 // and ModeLexical rank by one side only. Where the quality comes from,
-// measured on the retrieval benchmark (benchmarks/recallquality: five
+// measured on the retrieval benchmark (benchmarks/internal/recallquality: five
 // hand-written corpora and real long-term conversations in the LoCoMo
 // format; the defaults were chosen on all of them together, never on
 // one):

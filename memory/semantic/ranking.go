@@ -31,7 +31,7 @@ const (
 
 // Ranking tunes the ranking. Zero fields take the defaults given on each.
 // The defaults were chosen on the union of the retrieval benchmark's
-// corpora (benchmarks/recallquality): its five hand-written corpora and
+// corpora (benchmarks/internal/recallquality): its five hand-written corpora and
 // three real conversations of the LoCoMo benchmark, never on one alone
 // (seven more LoCoMo conversations are held out). Hand-written corpora
 // reward the vector side (they are written to be paraphrased); real

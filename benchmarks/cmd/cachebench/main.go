@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/stratamem/strata/benchmarks/cachebench"
+	"github.com/stratamem/strata/benchmarks/internal/cachebench"
 )
 
 func main() {

@@ -40,7 +40,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stratamem/strata/benchmarks/recallbench"
+	"github.com/stratamem/strata/internal/recallbench"
 )
 
 func main() {

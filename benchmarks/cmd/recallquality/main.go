@@ -1,5 +1,5 @@
 // Command recallquality measures the retrieval quality of memory/semantic
-// on the benchmark corpora of benchmarks/recallquality and on the LoCoMo
+// on the benchmark corpora of benchmarks/internal/recallquality and on the LoCoMo
 // conversations when present, and writes
 // benchmarks/results/recall-quality.md.
 //
@@ -27,7 +27,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stratamem/strata/benchmarks/recallquality"
+	"github.com/stratamem/strata/benchmarks/internal/recallquality"
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embed/uselite"

@@ -38,7 +38,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stratamem/strata/benchmarks/scalebench"
+	"github.com/stratamem/strata/benchmarks/internal/scalebench"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamem/strata/benchmarks/recallbench"
+	"github.com/stratamem/strata/internal/recallbench"
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/projector"
 	"github.com/stratamem/strata/storage"
@@ -285,7 +285,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run the recall benchmark against the configured backends",
-		Long: `Run the recall benchmark (benchmarks/recallbench) against the embedded
+		Long: `Run the recall benchmark (internal/recallbench) against the embedded
 backend and the server backends configured: the --store if it is a postgres
 or qdrant URL, --pg and --qdrant, $STRATA_TEST_PG_DSN and $STRATA_QDRANT_ADDR.
 Each backend gets fresh collections, dropped afterwards; the stored memories

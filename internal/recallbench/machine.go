@@ -1,7 +1,7 @@
 package recallbench
 
 import (
-	"github.com/stratamem/strata/benchmarks/internal/procinfo"
+	"github.com/stratamem/strata/internal/procinfo"
 	"runtime"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stratamem/strata/benchmarks/cachebench"
+	"github.com/stratamem/strata/benchmarks/internal/cachebench"
 )
 
 // TestTargetsChurnHeavy asserts the targets on the full churn-heavy

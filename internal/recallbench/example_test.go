@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/stratamem/strata/benchmarks/recallbench"
+	"github.com/stratamem/strata/internal/recallbench"
 )
 
 // Example runs a small benchmark on the embedded backend and writes its

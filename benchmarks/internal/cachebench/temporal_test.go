@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratamem/strata/benchmarks/cachebench"
+	"github.com/stratamem/strata/benchmarks/internal/cachebench"
 )
 
 // Floors and margins of the temporal-days workload, set under what the

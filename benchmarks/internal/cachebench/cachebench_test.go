@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stratamem/strata/benchmarks/cachebench"
+	"github.com/stratamem/strata/benchmarks/internal/cachebench"
 	"github.com/stratamem/strata/tokens"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/stratamem/strata/benchmarks/cachebench"
+	"github.com/stratamem/strata/benchmarks/internal/cachebench"
 )
 
 // Run one workload for a few turns on the simulated Anthropic cache and

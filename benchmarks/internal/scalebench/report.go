@@ -3,7 +3,7 @@ package scalebench
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/stratamem/strata/benchmarks/internal/procinfo"
+	"github.com/stratamem/strata/internal/procinfo"
 	"io"
 	"runtime"
 	"slices"
