@@ -31,7 +31,7 @@ import (
 // distribution's own documents and the standard library's doc comments,
 // plus the Debian licence texts when present.
 const (
-	SourceGoDoc    = "go-doc"      // $GOROOT/doc/*.html: the spec, the memory model, the assembler guide
+	SourceGoDoc    = "go-doc"      // $GOROOT/doc/*.html: the language spec, the memory model, the assembler guide
 	SourceGoSrc    = "go-comments" // doc comments of $GOROOT/src/**/*.go (no tests, testdata, vendor or generated files)
 	SourceLicenses = "licenses"    // /usr/share/common-licenses/* (GPL, Apache, MPL, ...)
 )

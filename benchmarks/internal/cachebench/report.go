@@ -131,7 +131,7 @@ Strategies:
   what the budget leaves after the system prompt and twice the layers' calibrated size; past it, history is cut back to
   half the cap in one step and its front then holds still, so the history cache breaks once per cut, not every turn.
 - **single-band**: core.CacheConfig{Disabled: true}: every layer renders fresh before history, and the view asks for no
-  breakpoints, so Anthropic caches nothing (the spec's documented result).
+  breakpoints, so Anthropic caches nothing: the baseline of a layout that never holds its prefix still.
 - **single-band+bp**: the same view with breakpoints after the system message and at the end of history, as a framework
   that asks for the cache but renders its layers before history would.
 - **all-in-system**: every layer's fresh text concatenated into the system message on every request, history after,

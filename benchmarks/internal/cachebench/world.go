@@ -207,7 +207,8 @@ func instructionsLayer() layerDef {
 }
 
 // clockLayer grounds the current time: a new value on every request by
-// construction, so it declares the live band as the spec advises.
+// construction, so it declares the live band: rendered after history, it
+// never moves the cached prefix.
 func clockLayer() layerDef {
 	return layerDef{id: "clock", slot: core.SlotReminder, placement: core.PlacementLive,
 		render: func(w *world) string {
@@ -255,8 +256,8 @@ func entitiesLayer(p core.Placement) layerDef {
 }
 
 // filesLayer renders the workspace's files, one "## path" section each.
-// Its delta republishes only the sections that changed, as the spec's
-// filesystem layer does.
+// Its delta republishes only the sections that changed, as
+// layers/filesystem does.
 func filesLayer() layerDef {
 	return layerDef{id: "filesystem", slot: 320, placement: core.PlacementAnchor,
 		render: func(w *world) string {
