@@ -37,6 +37,10 @@
 #   STRATA_PG_ROOT   cached trixie root   (default /var/cache/strata/pg-trixie)
 #   STRATA_PG_PORT   TCP port on 127.0.0.1 (default 55432)
 #   STRATA_PG_DB     database name        (default strata_test)
+#   STRATA_PG_SHARED_BUFFERS  shared_buffers (default 128MB, the engine's own;
+#                    make bench-scale sets 2GB so a 50k-message resource's
+#                    tables and indexes, about 1.8 GB, are read from memory)
+#   STRATA_PG_EFFECTIVE_CACHE_SIZE  the planner's cache estimate (default 4GB)
 #   STRATA_PG_MIRROR Debian mirror        (default: the first Debian URI that the
 #                    host's apt configuration lists for a main suite, from
 #                    sources.list, sources.list.d/*.list or *.sources; no
@@ -344,6 +348,8 @@ up() {
 		dynamic_shared_memory_type = mmap
 		max_connections = 200
 		logging_collector = off
+		shared_buffers = ${STRATA_PG_SHARED_BUFFERS:-128MB}
+		effective_cache_size = ${STRATA_PG_EFFECTIVE_CACHE_SIZE:-4GB}
 	EOF
 	chroot "$ROOT" chown postgres:postgres "$DATA/postgresql.conf"
 	if ! in_root "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null; then

@@ -100,13 +100,15 @@
 // the next open.
 //
 // SearchTerms reads the corpus' statistics and ranks in the engine, in a
-// read-only REPEATABLE READ transaction (one snapshot for both), as
-// described at the method: by primary key for Filter.IDs, exhaustively for
-// queries whose terms hold few postings, and otherwise with max-score
-// pruning, where the threshold comes from the exact scores of the likely
-// best documents of the rarest terms, the common terms' postings are not
-// read, and candidate postings are checked against their documents'
-// sketches before any aggregation. Scores are those of driver.RankTerms up
+// read-only REPEATABLE READ transaction (one snapshot for both; two round
+// trips, BEGIN pipelined with the first statement and COMMIT with the
+// last), as described at the method: by primary key for Filter.IDs,
+// exhaustively (each document scored in one pass) for queries whose terms
+// hold few postings, and otherwise with max-score pruning, where the
+// threshold comes from the exact scores of the likely best documents of
+// the rarest terms, the common terms' postings are not read, and candidate
+// postings are checked against their documents' sketches before any
+// aggregation. Scores are those of driver.RankTerms up
 // to float rounding (the same formula in float8, terms added in the same
 // order, so equal documents tie exactly and are ordered by id). Measured by
 // BenchmarkTermSearch: 5 ms p50 over a resource of 50,000 documents (with

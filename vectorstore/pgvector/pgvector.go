@@ -1029,7 +1029,9 @@ func scanRecords(rows pgx.Rows, withTerms, withVec, dist bool) ([]driver.Match, 
 			return nil, err
 		}
 		if len(meta) > 2 { // not "{}"
-			if err := json.Unmarshal(meta, &r.Metadata); err != nil {
+			if m, ok := flatStrings(meta); ok {
+				r.Metadata = m
+			} else if err := json.Unmarshal(meta, &r.Metadata); err != nil {
 				return nil, driver.Errorf(driver.CodeCorrupt, "read", "metadata", "record %q: metadata is not an object of strings: %v", r.ID, err)
 			}
 		}

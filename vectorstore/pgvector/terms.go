@@ -53,6 +53,12 @@ func decodeTerms(id string, b []byte) (driver.Terms, error) {
 	if b == nil {
 		return nil, nil
 	}
+	if m, ok := flatFloat32s(b); ok {
+		if len(m) == 0 {
+			return nil, nil
+		}
+		return driver.Terms(m), nil
+	}
 	var t driver.Terms
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, driver.Errorf(driver.CodeCorrupt, "read", "terms", "record %q: terms are not an object of numbers: %v", id, err)
@@ -222,6 +228,11 @@ const pruneSlack = 1e-9
 // force pruning.
 var exhaustiveMax = 4000
 
+// directMax is the number of postings up to which a ranking scores every
+// posting in one pass (directSQL) rather than pruning. A variable for the
+// tests and benchmarks.
+var directMax = exhaustiveMax
+
 // termsWorkMem is the work_mem of a SearchTerms transaction (SET LOCAL):
 // the aggregation of a common term's postings (tens of thousands of rows
 // of about 130 bytes) spills to disk under the default 4MB.
@@ -243,18 +254,21 @@ type qterm struct {
 // SearchTerms ranks the corpus by BM25 in the engine (driver.TermSearcher).
 //
 // It runs in a read-only REPEATABLE READ transaction, so that statistics
-// and postings come from one snapshot, in two statements. The first reads
-// the corpus' statistics: a few index rows (per kind, the document count
-// and total length, and each query term's frequency and bounds); the IDFs
-// are computed here with driver.IDF. The second ranks, in one of three
-// ways:
+// and postings come from one snapshot, in two statements and two round
+// trips (see snapshot). The first reads the corpus' statistics: a few
+// index rows (per kind, the document count and total length, and each
+// query term's frequency and bounds); the IDFs are computed here with
+// driver.IDF. The second ranks, in one of three ways:
 //
 //   - with Filter.IDs, the postings of those records for the query terms,
 //     by primary key (idsSQL);
 //   - when the query's terms hold few postings altogether (exhaustiveMax),
 //     or when even all of them together would not seed the pruning (each
 //     of them common, or a single term), every one of them, from the
-//     postings index (exhaustiveSQL; a single term needs no aggregation);
+//     postings index: few, in one pass that scores each document exactly
+//     (directSQL); many, in two, a sum per document to pick the
+//     candidates, then their exact scores (exhaustiveSQL); a single term
+//     needs no aggregation;
 //   - otherwise with max-score pruning (prunedSQL): a threshold from the
 //     exact scores of the likely best documents of the rarest terms; only
 //     the postings of the terms whose bounds could still lift a document
@@ -302,7 +316,8 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 
 	var res driver.TermResult
 	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
-		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		tx := &snapshot{conn: conn}
+		return tx.end(ctx, func() error {
 			var (
 				sTerms []string
 				sN     []int64
@@ -311,7 +326,7 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 				sMinDL []*float64
 			)
 			var setting string
-			if err := tx.QueryRow(ctx, statsSQL, sb.args...).Scan(&sTerms, &sN, &sLen, &sMaxTF, &sMinDL, &setting); err != nil {
+			if err := tx.first(ctx, statsSQL, sb.args, &sTerms, &sN, &sLen, &sMaxTF, &sMinDL, &setting); err != nil {
 				return err
 			}
 			res = driver.TermResult{DocFreq: make(map[string]int, len(terms))}
@@ -363,6 +378,8 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 			switch {
 			case len(f.IDs) > 0:
 				sql, args = r.idsSQL()
+			case sumDF <= directMax:
+				sql, args = r.directSQL()
 			case sumDF <= exhaustiveMax || len(qs) > maxPrunedTerms:
 				sql, args = r.exhaustiveSQL()
 			default:
@@ -392,18 +409,81 @@ SELECT (SELECT array_agg(term) FROM s), (SELECT array_agg(n) FROM s), (SELECT ar
 					sql, args = r.prunedSQL(byUB, seed)
 				}
 			}
-			rows, err := tx.Query(ctx, sql, args...)
-			if err != nil {
+			return tx.last(ctx, sql, args, func(rows pgx.Rows) (err error) {
+				res.Matches, err = scanRecords(rows, false, q.WithVectors, true)
 				return err
-			}
-			res.Matches, err = scanRecords(rows, false, q.WithVectors, true)
-			return err
-		})
+			})
+		}())
 	})
 	if err != nil {
 		return driver.TermResult{}, c.fail(ctx, "search terms", err)
 	}
 	return res, nil
+}
+
+// snapshot is the read-only REPEATABLE READ transaction of a SearchTerms,
+// in two round trips instead of four: BEGIN is sent with the first
+// statement (the statistics), COMMIT with the last (the ranking), each
+// pair in one pipelined batch.
+type snapshot struct {
+	conn *pgx.Conn
+	open bool // BEGIN sent, COMMIT not yet
+}
+
+// first begins the transaction and runs sql, which returns one row, into
+// dest.
+func (s *snapshot) first(ctx context.Context, sql string, args []any, dest ...any) error {
+	var batch pgx.Batch
+	batch.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	batch.Queue(sql, args...)
+	s.open = true
+	br := s.conn.SendBatch(ctx, &batch)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(dest...)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// last runs sql, whose rows scan reads (and closes), and commits.
+func (s *snapshot) last(ctx context.Context, sql string, args []any, scan func(pgx.Rows) error) error {
+	var batch pgx.Batch
+	batch.Queue(sql, args...)
+	batch.Queue("COMMIT")
+	s.open = false
+	br := s.conn.SendBatch(ctx, &batch)
+	rows, err := br.Query()
+	if err == nil {
+		err = scan(rows)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// end closes the transaction after the statements ran with outcome err:
+// a rollback after an error (a connection left in a transaction is not
+// returned to the pool but closed, should that fail too), a commit if
+// last did not run.
+func (s *snapshot) end(ctx context.Context, err error) error {
+	if err != nil {
+		if !s.conn.IsClosed() && s.conn.PgConn().TxStatus() != 'I' {
+			_, _ = s.conn.Exec(ctx, "ROLLBACK")
+		}
+		return err
+	}
+	if s.open {
+		s.open = false
+		_, err = s.conn.Exec(ctx, "COMMIT")
+	}
+	return err
 }
 
 // termRanker builds the ranking statements of one SearchTerms.
@@ -417,8 +497,8 @@ type termRanker struct {
 	pT, pK1, pB, pAvg, pK string
 }
 
-// begin starts a statement: the query terms (in byte order) as CTE q, the
-// BM25 parameters, K.
+// begin starts a statement: the query terms (in byte order, numbered
+// from 1: column i) as CTE q, the BM25 parameters, K.
 func (r *termRanker) begin() string {
 	r.b = sqlBuilder{}
 	terms, wis := make([]string, len(r.qs)), make([]float64, len(r.qs))
@@ -430,7 +510,7 @@ func (r *termRanker) begin() string {
 	r.pK1, r.pB, r.pAvg = r.b.arg(r.q.K1)+"::float8", r.b.arg(r.q.B)+"::float8", r.b.arg(r.avg)+"::float8"
 	r.pK = r.b.arg(r.q.K) + "::int"
 	return `WITH q AS MATERIALIZED (
-	SELECT t.term COLLATE "C" AS term, t.wi FROM unnest(` + r.pT + `::text[], ` + pW + `::float8[]) AS t(term, wi)
+	SELECT t.term COLLATE "C" AS term, t.wi, t.i::int AS i FROM unnest(` + r.pT + `::text[], ` + pW + `::float8[]) WITH ORDINALITY AS t(term, wi, i)
 ),
 `
 }
@@ -509,16 +589,61 @@ SELECT ` + prefixed("r.", matchCols) + vecCol + `, top.score FROM top JOIN {tabl
 // idsSQL ranks the records Filter.IDs names: their postings of the query
 // terms by primary key (OFFSET 0 keeps the corpus conditions out of the
 // scan, where they would let the planner pick the postings index and read
-// every posting of the terms), kept if in the corpus and eligible.
+// every posting of the terms), kept if in the corpus (every posting of a
+// record has its corpus fields) and eligible, scored in the same pass as
+// directSQL scores.
 func (r *termRanker) idsSQL() (string, []any) {
-	sql := r.begin() + `pick AS (
-	SELECT DISTINCT p.id FROM (
-		SELECT id, layer, kind, resource, thread FROM {terms}
-		WHERE id = ANY(` + r.b.arg(r.q.Filter.IDs) + `::text[]) AND term = ANY(` + r.pT + `::text[])
-		OFFSET 0) p
-	WHERE ` + r.corpus() + r.eligible("p.id", false) + `
+	sql := r.begin() + `exact AS (
+	SELECT x.id, ` + r.termSum() + ` AS score
+	FROM (
+		SELECT p.id, q.i, ` + r.contrib() + ` AS c
+		FROM (
+			SELECT id, term, tf, dl, layer, kind, resource, thread FROM {terms}
+			WHERE id = ANY(` + r.b.arg(r.q.Filter.IDs) + `::text[]) AND term = ANY(` + r.pT + `::text[])
+			OFFSET 0) p
+		JOIN q ON q.term = p.term
+		WHERE ` + r.corpus() + r.eligible("p.id", false) + `
+	) x
+	GROUP BY x.id
 )`
-	return r.finish(sql)
+	return r.finishExact(sql)
+}
+
+// directSQL scores every posting of the query's terms in the corpus, in
+// one pass: each document's exact score straight from the postings index.
+// The score is the sum of one column per query term (the contribution of
+// the document's posting of the term, 0 without one), added in byte order
+// of the terms: the float8 additions driver.BM25 makes, in its order
+// (adding 0 changes nothing), without the per-document sort an ordered
+// aggregate (sum(... ORDER BY term)) costs. For the few postings of
+// exhaustiveMax this takes a fraction of exhaustiveSQL's two passes, which
+// hash the postings, materialise the sums, sort them for the K-th and
+// read the candidates' postings again; one statement text per number of
+// terms.
+func (r *termRanker) directSQL() (string, []any) {
+	if len(r.qs) == 1 {
+		return r.exhaustiveSQL()
+	}
+	sql := r.begin() + `exact AS (
+	SELECT x.id, ` + r.termSum() + ` AS score
+	FROM (
+		SELECT p.id, q.i, ` + r.contrib() + ` AS c
+		FROM q JOIN {terms} p ON p.term = q.term AND ` + r.corpus() + r.eligible("p.id", false) + `
+	) x
+	GROUP BY x.id
+)`
+	return r.finishExact(sql)
+}
+
+// termSum is a document's score from rows x (i, c) grouped by document:
+// the contributions c of its postings, one column per query term i, added
+// in the terms' byte order (see directSQL).
+func (r *termRanker) termSum() string {
+	cols := make([]string, len(r.qs))
+	for i := range r.qs {
+		cols[i] = "coalesce(sum(x.c) FILTER (WHERE x.i = " + strconv.Itoa(i+1) + "), 0)"
+	}
+	return strings.Join(cols, "\n\t\t+ ")
 }
 
 // exhaustiveSQL scores every posting of the query's terms in the corpus:

@@ -261,11 +261,13 @@ func TestSearchTermsReference(t *testing.T) {
 // the default choice.
 func forPaths(t *testing.T, fn func()) {
 	t.Helper()
-	old := exhaustiveMax
-	defer func() { exhaustiveMax = old }()
-	exhaustiveMax = 0
+	old, oldDirect := exhaustiveMax, directMax
+	defer func() { exhaustiveMax, directMax = old, oldDirect }()
+	exhaustiveMax, directMax = 0, 0
 	fn()
 	exhaustiveMax = old
+	fn()
+	directMax = oldDirect
 	fn()
 }
 
@@ -791,6 +793,7 @@ func TestSearchTermsPlan(t *testing.T) {
 		sql  func() (string, []any)
 	}{
 		{"exhaustive", r.exhaustiveSQL},
+		{"direct", r.directSQL},
 		{"pruned", func() (string, []any) { return r.prunedSQL([]qterm{qs[2], qs[1], qs[0]}, 1) }},
 		{"ids", func() (string, []any) {
 			q.Filter.IDs = []string{recs[0].ID, recs[1].ID}
@@ -812,11 +815,85 @@ func TestSearchTermsPlan(t *testing.T) {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		text := strings.Join(plan, "\n")
-		if strings.Contains(text, "Seq Scan on "+table) || !strings.Contains(text, table+"_tpk") {
+		// The direct ranking reads the postings index only.
+		if strings.Contains(text, "Seq Scan on "+table) || st.name != "direct" && !strings.Contains(text, table+"_tpk") {
 			t.Fatalf("%s: the plan scans a table or misses the postings' primary key:\n%s", st.name, text)
 		}
 		if st.name != "ids" && !strings.Contains(text, table+"_tix") {
 			t.Fatalf("%s: the plan misses the postings index:\n%s", st.name, text)
 		}
 	}
+}
+
+// TestSnapshotEnds: the two-round-trip transaction of SearchTerms leaves
+// its connection idle whichever way it ends (committed with or without
+// its last statement, rolled back after an error in a statement or in the
+// caller), and runs in one REPEATABLE READ read-only snapshot.
+func TestSnapshotEnds(t *testing.T) {
+	pool := testPool(t, testDSN(t))
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	c := conn.Conn()
+	idle := func(label string) {
+		t.Helper()
+		if st := c.PgConn().TxStatus(); st != 'I' {
+			t.Fatalf("%s: transaction status %q, want idle", label, st)
+		}
+	}
+	var iso, ro string
+	s := &snapshot{conn: c}
+	if err := s.first(ctx, "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')", nil, &iso, &ro); err != nil {
+		t.Fatal(err)
+	}
+	if iso != "repeatable read" || ro != "on" {
+		t.Fatalf("isolation %q, read only %q", iso, ro)
+	}
+	var n int
+	err = s.end(ctx, s.last(ctx, "SELECT 1", nil, func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}))
+	if err != nil || n != 1 {
+		t.Fatalf("last: n %d, err %v", n, err)
+	}
+	idle("commit with last")
+
+	s = &snapshot{conn: c}
+	if err := s.end(ctx, s.first(ctx, "SELECT 1", nil, &n)); err != nil {
+		t.Fatal(err)
+	}
+	idle("commit without last")
+
+	s = &snapshot{conn: c}
+	if err := s.end(ctx, s.first(ctx, "SELECT 1/0", nil, &n)); err == nil {
+		t.Fatal("division by zero: no error")
+	}
+	idle("error in first")
+
+	s = &snapshot{conn: c}
+	err = s.first(ctx, "SELECT 1", nil, &n)
+	if err == nil {
+		err = s.last(ctx, "SELECT 1/0", nil, func(rows pgx.Rows) error { rows.Close(); return rows.Err() })
+	}
+	if err = s.end(ctx, err); err == nil {
+		t.Fatal("division by zero in last: no error")
+	}
+	idle("error in last")
+
+	s = &snapshot{conn: c}
+	err = s.first(ctx, "SELECT 1", nil, &n)
+	if err == nil {
+		err = errors.New("caller")
+	}
+	if err = s.end(ctx, err); err == nil || err.Error() != "caller" {
+		t.Fatalf("caller's error: %v", err)
+	}
+	idle("caller's error")
 }
