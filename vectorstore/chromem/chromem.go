@@ -185,6 +185,9 @@ type collection struct {
 	// which vecs may move to other memory holding the same values (under
 	// mu held exclusively).
 	recs map[string]*driver.Record
+	// docs holds the documents of the records in recs that have one
+	// (docs.go); their Terms field is nil.
+	docs *docTable
 	// idx indexes recs by layer, thread and resource (scopeindex.go), so
 	// that a call filtered by any of them touches only those records. It
 	// is built once the replay at open is done, then maintained by
@@ -197,9 +200,16 @@ type collection struct {
 	// terms is the lexical index of the records' Terms (termindex.go),
 	// built lazily by the first searches that need it and from then on
 	// maintained with idx.
-	terms     termIndex
-	live      int64                 // approximate encoded size of live records
-	chr       *chromemgo.Collection // nil unless cosine
+	terms termIndex
+	live  int64                 // approximate encoded size of live records
+	chr   *chromemgo.Collection // nil unless cosine
+	// chrMu guards chrBuilt: chromem-go is given the records by the first
+	// query it answers (ensureChromem, under mu shared), not at open, so
+	// that a collection queried by scope only never holds a second copy
+	// of every record's metadata (nor reads every vector at open). Once
+	// built, writers (holding mu exclusively) keep it up to date.
+	chrMu     sync.Mutex
+	chrBuilt  bool
 	closed    bool
 	compacted int // number of compactions, for tests
 	// compactErr is the last compaction's failure, nil after a success; the
@@ -246,16 +256,22 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 		info: driver.Info{Name: cfg.Name, Dimension: m.Dimension, Distance: m.Distance, Driver: "chromem"},
 		lock: lock,
 		recs: make(map[string]*driver.Record),
+		docs: newDocTable(),
 		rev:  m.Revision,
 		meta: m,
 	}
+	c.terms.docs = c.docs
 	if m.Distance == driver.DistanceCosine {
 		c.chr, err = chromemgo.NewDB().CreateCollection(cfg.Name, nil, noEmbedding)
 		if err != nil {
 			return nil, fmt.Errorf("chromem: %w", err)
 		}
 	}
-	f, good, ck, err := openLog(cdir, fresh, func(e entry, _ int) error {
+	// The slab file takes the replayed records' texts as they are decoded
+	// (textSink), then the vectors once the chains are built.
+	c.vecs.file = openSlabFile(cdir)
+	sink := &replaySink{docs: c.docs, texts: newTextSink(c.vecs.file)}
+	f, good, ck, err := openLog(cdir, fresh, sink, func(e entry, _ int) error {
 		switch e.op {
 		case opUpsert:
 			for i := range e.recs {
@@ -266,13 +282,14 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 					return err
 				}
 			}
-			c.applyUpsert(ctx, e.recs)
+			c.applyUpsert(ctx, e.recs, e.docs)
 		case opDelete:
 			c.applyDelete(ctx, e.ids)
 		}
 		return nil
 	})
 	if err != nil {
+		c.vecs.close()
 		return nil, err
 	}
 	// Indexed once, from the replayed records: maintaining the index frame
@@ -280,13 +297,6 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 	// creation order (a compacted log is in id order).
 	c.idx.build(c.recs)
 	c.vecs.build(m.Dimension, m.Distance, c.idx.by[fieldResource])
-	if c.chr != nil {
-		// Added once, with the vectors where vecs put them (replay leaves
-		// chromem-go alone).
-		for _, r := range c.recs {
-			c.addChromem(ctx, r)
-		}
-	}
 	c.log, c.size, c.ckpt = f, good, ck
 	if c.needsCompaction() {
 		// The replayed log is intact, so a failed compaction costs space,
@@ -295,6 +305,7 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 			if c.failed != nil {
 				c.log.Close()
 				c.ckpt.close()
+				c.vecs.close()
 				return nil, err
 			}
 			c.compactErr = err
@@ -303,6 +314,10 @@ func open(ctx context.Context, cdir string, cfg driver.Config, lock *os.File) (*
 	}
 	return c, nil
 }
+
+// minMappedText is the shortest text the replay at open moves off the
+// heap, into the slab file (textSink).
+const minMappedText = 32
 
 func readMeta(cdir string) (meta, error) {
 	b, err := os.ReadFile(filepath.Join(cdir, metaFile))
@@ -414,7 +429,12 @@ func (c *collection) replayRevision(r *driver.Record) error {
 
 // encodeRecords is encodeUpsert with each record's revision carried in its
 // logged metadata (see keyRevision).
-func encodeRecords(recs []driver.Record) []byte {
+func encodeRecords(recs []driver.Record) []byte { return encodeRecordsDocs(recs, nil) }
+
+// encodeRecordsDocs is encodeRecords of records whose documents are
+// docs[i] (in the log's encoding) where their Terms are empty (stored
+// records); docs may be nil.
+func encodeRecordsDocs(recs []driver.Record, docs [][]byte) []byte {
 	logged := make([]driver.Record, len(recs))
 	for i := range recs {
 		r := recs[i]
@@ -426,16 +446,21 @@ func encodeRecords(recs []driver.Record) []byte {
 		r.Metadata = md
 		logged[i] = r
 	}
-	return encodeUpsert(logged)
+	return encodeUpsertDocs(logged, docs)
 }
 
-func approxSize(r *driver.Record) int64 {
+// approxSize is the approximate encoded size of r; its document's share
+// is d when r.Terms is empty (docTable.approx of a stored record's).
+func approxSize(r *driver.Record, d int) int64 {
 	n := len(r.ID) + len(r.Layer) + len(r.Kind) + len(r.Scope.Thread) + len(r.Scope.Resource) + len(r.Text) + 4*len(r.Vector) + 40
 	for k, v := range r.Metadata {
 		n += len(k) + len(v) + 4
 	}
 	for k := range r.Terms {
 		n += len(k) + 5 // as logged: length, bytes, weight
+	}
+	if len(r.Terms) == 0 {
+		n += d
 	}
 	return int64(n)
 }
@@ -455,12 +480,18 @@ func chromemMeta(r *driver.Record) map[string]string {
 
 // applyUpsert installs records in memory, in the indexes and in chromem-go
 // (the last three once open has built the indexes); the caller holds mu (or
-// owns c exclusively during open).
-func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
+// owns c exclusively during open). docs, when not nil, holds the records'
+// documents (their Terms then nil, as decodeStored leaves them); otherwise
+// their Terms are moved into docs. The records are stored where they are,
+// in recs, which the caller hands over: one allocation per batch, not one
+// per record, and none left behind (garbage among the stored records
+// would leave their memory fragmented).
+func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record, docs []doc) {
 	// The index update: the records stored before this batch that it
 	// replaces, and the batch's records, the last one only of an id
 	// written twice (seen maps such an id to its place in add).
 	var rm, add []*driver.Record
+	var gone []*driver.Record // replaced: their documents go once unindexed
 	var seen map[string]int
 	if c.idx.built() {
 		add = make([]*driver.Record, 0, len(recs))
@@ -469,18 +500,27 @@ func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 		}
 	}
 	for i := range recs {
-		r := recs[i]
+		r := &recs[i] // stored in place: recs is the collection's from here
+		var d doc
+		if docs != nil {
+			d = docs[i]
+		} else {
+			d = c.docs.fromTerms(r.Terms)
+		}
+		r.Terms = nil
 		old, replaced := c.recs[r.ID]
 		if replaced {
-			c.live -= approxSize(old)
+			c.live -= approxSize(old, c.docs.approx(c.docs.get(old)))
 			c.moved(ctx, c.vecs.remove(old))
+			gone = append(gone, old)
 		}
-		c.vecs.add(&r)
-		c.recs[r.ID] = &r
-		c.live += approxSize(&r)
+		c.moved(ctx, c.vecs.add(r))
+		c.recs[r.ID] = r
+		c.docs.put(r, d)
+		c.live += approxSize(r, c.docs.approx(d))
 		if c.idx.built() {
 			if j, dup := seen[r.ID]; dup {
-				add[j] = &r
+				add[j] = r
 			} else {
 				if replaced {
 					rm = append(rm, old)
@@ -488,20 +528,23 @@ func (c *collection) applyUpsert(ctx context.Context, recs []driver.Record) {
 				if seen != nil {
 					seen[r.ID] = len(add)
 				}
-				add = append(add, &r)
+				add = append(add, r)
 			}
-			c.addChromem(ctx, &r)
+			c.addChromem(ctx, r)
 		}
 	}
 	c.idx.update(rm, add)
 	c.terms.update(rm, add)
+	for _, r := range gone {
+		c.docs.drop(r)
+	}
 }
 
 // addChromem adds (or replaces) r's document in chromem-go, if the
-// collection is cosine. During the replay at open it is not called: open
-// adds every record once replay is done.
+// collection is cosine and chromem-go has its documents (see chrBuilt);
+// the caller holds mu exclusively, or chrMu.
 func (c *collection) addChromem(ctx context.Context, r *driver.Record) {
-	if c.chr == nil {
+	if c.chr == nil || !c.chrBuilt {
 		return
 	}
 	// chromem keeps the slice itself when it is already unit length (the
@@ -527,7 +570,7 @@ func (c *collection) applyDelete(ctx context.Context, ids []string) {
 	var rm []*driver.Record
 	for _, id := range ids {
 		if old, ok := c.recs[id]; ok {
-			c.live -= approxSize(old)
+			c.live -= approxSize(old, c.docs.approx(c.docs.get(old)))
 			delete(c.recs, id)
 			c.moved(ctx, c.vecs.remove(old))
 			gone = append(gone, id)
@@ -536,7 +579,10 @@ func (c *collection) applyDelete(ctx context.Context, ids []string) {
 	}
 	c.idx.update(rm, nil)
 	c.terms.update(rm, nil)
-	if c.chr != nil && c.idx.built() && len(gone) > 0 {
+	for _, r := range rm {
+		c.docs.drop(r)
+	}
+	if c.chr != nil && c.chrBuilt && c.idx.built() && len(gone) > 0 {
 		// chromem's Delete reads len(documents) before taking its own lock;
 		// the caller's exclusive mu is what makes this race-free.
 		_ = c.chr.Delete(ctx, nil, nil, gone...)
@@ -600,7 +646,7 @@ func (c *collection) upsertLocked(ctx context.Context, recs []driver.Record) err
 		return err
 	}
 	c.mu.Lock()
-	c.applyUpsert(ctx, recs)
+	c.applyUpsert(ctx, recs, nil)
 	c.mu.Unlock()
 	return c.maybeCompact()
 }
@@ -737,7 +783,9 @@ func (c *collection) Get(ctx context.Context, id string) (driver.Record, bool, e
 	if !ok {
 		return driver.Record{}, false, nil
 	}
-	return r.Clone(), true, nil
+	cp := c.out(r, true)
+	cp.Terms = c.docs.terms(c.docs.get(r))
+	return cp, true, nil
 }
 
 func (c *collection) Count(ctx context.Context, f driver.Filter) (int, error) {
@@ -760,12 +808,17 @@ func (c *collection) Count(ctx context.Context, f driver.Filter) (int, error) {
 	return n, nil
 }
 
-func out(r *driver.Record, withVector bool) driver.Record {
+// out is the copy of the stored record r a read returns: nothing of it
+// refers to the collection's memory, not even the text and the vector,
+// which may be in the slab file (unmapped at Close; and read with pread,
+// which leaves nothing resident).
+func (c *collection) out(r *driver.Record, withVector bool) driver.Record {
 	cp := *r
 	cp.Vector = nil
 	cp = cp.Clone()
+	cp.Text = c.vecs.file.cloneString(r.Text)
 	if withVector {
-		cp.Vector = slices.Clone(r.Vector)
+		cp.Vector = c.vecs.file.cloneFloats(r.Vector)
 	}
 	return cp
 }
@@ -803,7 +856,8 @@ func (c *collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Rec
 	}
 	res := make([]driver.Record, len(hits))
 	for i, r := range hits {
-		res[i] = out(r, q.WithVectors)
+		res[i] = c.out(r, q.WithVectors)
+		res[i].Terms = c.docs.terms(c.docs.get(r))
 	}
 	return res, nil
 }
@@ -828,7 +882,7 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 	}
 	for i := range ms {
 		ms[i].Record.Terms = nil // matches carry no document (driver.Record.Terms)
-		ms[i].Record = out(&ms[i].Record, q.WithVectors)
+		ms[i].Record = c.out(&ms[i].Record, q.WithVectors)
 	}
 	return ms, nil
 }
@@ -840,6 +894,7 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 // returned (then no unseen document can beat or tie it), or until chromem
 // has returned every document passing the where clause.
 func (c *collection) queryChromem(ctx context.Context, q *driver.VectorQuery) ([]driver.Match, error) {
+	c.ensureChromem(ctx)
 	total := c.chr.Count()
 	if total == 0 {
 		return nil, nil
@@ -885,6 +940,22 @@ func (c *collection) queryChromem(ctx context.Context, q *driver.VectorQuery) ([
 	}
 }
 
+// ensureChromem gives chromem-go every stored record, with the vectors
+// where vecs put them, unless it has them already; the caller holds mu
+// (shared suffices: writers, which hold it exclusively, cannot run).
+func (c *collection) ensureChromem(ctx context.Context) {
+	c.chrMu.Lock()
+	defer c.chrMu.Unlock()
+	if c.chrBuilt {
+		return
+	}
+	c.chrBuilt = true
+	ctx = context.WithoutCancel(ctx) // every record, even if the query is cancelled
+	for _, r := range c.recs {
+		c.addChromem(ctx, r)
+	}
+}
+
 // queryScan scores every matching record itself, in one exact pass. It
 // serves dot and Euclidean (chromem-go only knows cosine), the filters
 // chromem-go cannot express (ids, creation time, validity): filtering those
@@ -911,15 +982,23 @@ func (c *collection) queryScan(q *driver.VectorQuery) []driver.Match {
 	switch {
 	case len(f.IDs) > 0:
 		t.f.IDs = nil // every candidate is one of them
+		buf := make([]float32, c.info.Dimension)
 		for _, id := range f.IDs {
 			if r, ok := c.recs[id]; ok {
-				t.consider(r, r.Vector)
+				t.consider(r, c.vecs.file.readFloats(buf, r.Vector))
 			}
 		}
 	case ch != nil && ch.slots() <= chainScanFactor*len(cands):
 		t.f.Resource = ""
 		hits = ch.topK(&c.vecs, t.d, t.q, q.K, &t.f)
+	case indexed && len(cands) <= preadMax:
+		clearField(&t.f, fi)
+		buf := make([]float32, c.info.Dimension)
+		for _, r := range cands {
+			t.consider(r, c.vecs.file.readFloats(buf, r.Vector))
+		}
 	case indexed:
+		// Most of a resource's vectors, or more: read them in place.
 		clearField(&t.f, fi)
 		for _, r := range cands {
 			t.consider(r, r.Vector)
@@ -941,6 +1020,11 @@ func (c *collection) queryScan(q *driver.VectorQuery) []driver.Match {
 	}
 	return ms
 }
+
+// preadMax is the most scattered vectors a query copies out of the slab
+// file with pread (slabFile.readFloats) rather than reading them in place:
+// a scan of more reads most pages anyway.
+const preadMax = 4096
 
 // chainScanFactor: a resource's chain is scanned instead of a smaller
 // index list (a thread's, say) when it has at most this many times the
@@ -1113,12 +1197,22 @@ func (c *collection) maybeCompact() error {
 // owns c during open).
 func (c *collection) compact() error {
 	c.mu.RLock()
-	recs := make([]driver.Record, 0, len(c.recs))
+	type withDoc struct {
+		r driver.Record
+		d []byte // in the log's encoding
+	}
+	all := make([]withDoc, 0, len(c.recs))
 	for _, r := range c.recs {
-		recs = append(recs, *r)
+		all = append(all, withDoc{*r, c.docs.logged(c.docs.get(r))})
 	}
 	c.mu.RUnlock()
-	slices.SortFunc(recs, func(a, b driver.Record) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(all, func(a, b withDoc) int { return cmp.Compare(a.r.ID, b.r.ID) })
+	recs := make([]driver.Record, len(all))
+	docs := make([][]byte, len(all))
+	for i := range all {
+		recs[i], docs[i] = all[i].r, all[i].d
+	}
+	all = nil
 	// The new log forgets the deleted records and their revisions. When one
 	// of those was the highest handed out, record the counter first, so
 	// that a reopen never hands it out again. (Usually the last write is
@@ -1138,9 +1232,13 @@ func (c *collection) compact() error {
 	var size int64
 	renamed, err := writeAtomic(c.dir, logFile, func(f *os.File) error {
 		var err error
-		size, err = writeCompacted(f, recs, encodeRecords, c.ckpt)
+		size, err = writeCompacted(f, recs, docs, encodeRecordsDocs, c.ckpt)
 		return err
 	})
+	// Writing read every vector and text: let their pages go.
+	c.mu.RLock()
+	c.vecs.file.trim()
+	c.mu.RUnlock()
 	if !renamed {
 		return err // the old log is untouched and stays in use
 	}
@@ -1177,7 +1275,9 @@ func (c *collection) Close() error {
 	}
 	c.closed = true
 	c.recs = nil
+	c.docs, c.terms.docs = nil, nil
 	c.idx = scopeIndex{}
+	c.vecs.close()
 	c.vecs = vecStore{}
 	c.terms.reset()
 	c.chr = nil

@@ -31,7 +31,7 @@ import (
 // meta.json is written before the log is created, so a crash in between,
 // on a collection's very first open, also leaves meta.json without a log:
 // that too is reported, and Salvage makes it the empty collection it was.
-func openLog(cdir string, fresh bool, apply func(entry, int) error) (*os.File, int64, *checkpoint, error) {
+func openLog(cdir string, fresh bool, sink *replaySink, apply func(entry, int) error) (*os.File, int64, *checkpoint, error) {
 	path := filepath.Join(cdir, logFile)
 	_, statErr := os.Stat(path)
 	missing := errors.Is(statErr, fs.ErrNotExist)
@@ -42,7 +42,7 @@ func openLog(cdir string, fresh bool, apply func(entry, int) error) (*os.File, i
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("chromem: open log: %w", err)
 	}
-	good, ck, err := loadLog(cdir, f, missing, apply)
+	good, ck, err := loadLog(cdir, f, missing, sink, apply)
 	if err != nil {
 		f.Close()
 		return nil, 0, nil, err
@@ -52,7 +52,7 @@ func openLog(cdir string, fresh bool, apply func(entry, int) error) (*os.File, i
 
 // loadLog is openLog once the log is open; on failure it has closed the
 // checkpoint, and the caller closes f.
-func loadLog(cdir string, f *os.File, created bool, apply func(entry, int) error) (int64, *checkpoint, error) {
+func loadLog(cdir string, f *os.File, created bool, sink *replaySink, apply func(entry, int) error) (int64, *checkpoint, error) {
 	if created {
 		if err := syncDir(cdir); err != nil {
 			return 0, nil, err
@@ -62,7 +62,7 @@ func loadLog(cdir string, f *os.File, created bool, apply func(entry, int) error
 	if err != nil {
 		return 0, nil, err
 	}
-	good, err := checkLog(cdir, f, ck, st, created, apply)
+	good, err := checkLog(cdir, f, ck, st, created, sink, apply)
 	if err != nil {
 		ck.close()
 		return 0, nil, err
@@ -72,7 +72,7 @@ func loadLog(cdir string, f *os.File, created bool, apply func(entry, int) error
 
 // checkLog replays f, checks it against the checkpoint ck (read with state
 // st), cuts a torn tail, and makes ck record the log as it now is.
-func checkLog(cdir string, f *os.File, ck *checkpoint, st ckptState, created bool, apply func(entry, int) error) (int64, error) {
+func checkLog(cdir string, f *os.File, ck *checkpoint, st ckptState, created bool, sink *replaySink, apply func(entry, int) error) (int64, error) {
 	var exts []extent
 	switch {
 	case created:
@@ -83,7 +83,7 @@ func checkLog(cdir string, f *os.File, ck *checkpoint, st ckptState, created boo
 	case st == ckptInvalid:
 		slog.Warn("chromem: the log checkpoint is unreadable; the log is replayed without it", "file", ck.f.Name())
 	}
-	res, err := diagnose(cdir, f, exts, ck.rec, apply)
+	res, err := diagnose(cdir, f, exts, ck.rec, sink, apply)
 	if err != nil {
 		return 0, err
 	}
@@ -105,8 +105,8 @@ func checkLog(cdir string, f *os.File, ck *checkpoint, st ckptState, created boo
 
 // diagnose replays f through apply and checks it against exts, the
 // extents of checkpoint rec: the checks of open, without side effects.
-func diagnose(cdir string, f *os.File, exts []extent, rec ckptRecord, apply func(entry, int) error) (scanResult, error) {
-	res, err := scan(f, exts, apply)
+func diagnose(cdir string, f *os.File, exts []extent, rec ckptRecord, sink *replaySink, apply func(entry, int) error) (scanResult, error) {
+	res, err := scan(f, exts, sink, apply)
 	if err != nil {
 		return res, withRecovery(cdir, err)
 	}

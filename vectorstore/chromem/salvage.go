@@ -129,7 +129,7 @@ func Salvage(ctx context.Context, dir, name string, opts SalvageOptions) (Salvag
 
 	// Would it open? Then there is nothing to salvage.
 	live := &liveSet{ctx: ctx, dim: m.Dimension, recs: make(map[string]driver.Record)}
-	res, err := diagnose(cdir, f, exts, rec, live.replay)
+	res, err := diagnose(cdir, f, exts, rec, nil, live.replay)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
@@ -324,7 +324,7 @@ func writeSalvaged(ctx context.Context, cdir string, f *os.File, rep *SalvageRep
 	if err != nil {
 		return fmt.Errorf("chromem: salvage: %w", err)
 	}
-	_, err = writeCompacted(tf, recs, encodeUpsert, ck) // the records as logged, revisions and all
+	_, err = writeCompacted(tf, recs, nil, encodeUpsertDocs, ck) // the records as logged, revisions and all
 	if err == nil {
 		err = tf.Sync()
 	}

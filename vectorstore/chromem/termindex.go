@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -49,6 +48,8 @@ type termIndex struct {
 	mu     sync.RWMutex
 	dict   termDict
 	layers map[string]*layerTerms // registered layers only
+	// docs is the collection's table of documents (collection.docs).
+	docs *docTable
 }
 
 // reset forgets the whole index (Close, and tests that measure a first
@@ -301,18 +302,18 @@ func (g *termGroup) df(id uint32) int {
 	return n
 }
 
-// addDoc indexes r (holding Terms) in the built group g.
-func (g *termGroup) addDoc(d *termDict, r *driver.Record) {
+// addDoc indexes r, whose document is dc, in the built group g.
+func (g *termGroup) addDoc(d *termDict, docs *docTable, r *driver.Record, dc doc) {
 	slot := int32(len(g.docs))
-	dl := docLen(r.Terms)
+	dl := dc.length()
 	g.docs = append(g.docs, r)
 	g.lens = append(g.lens, dl)
 	g.slots[r] = slot
 	g.total.add(dl)
 	if g.delta == nil {
-		g.delta = make(map[uint32]*deltaList, len(r.Terms))
+		g.delta = make(map[uint32]*deltaList, dc.count())
 	}
-	for t, w := range r.Terms {
+	for t, w := range docs.all(dc) {
 		id, known := d.lookup(t)
 		var l *deltaList
 		if known {
@@ -334,7 +335,7 @@ func (g *termGroup) addDoc(d *termDict, r *driver.Record) {
 
 // removeDoc unindexes r from the built group g: its slot is freed, its
 // postings become tombstones until the next freeze.
-func (g *termGroup) removeDoc(d *termDict, r *driver.Record) {
+func (g *termGroup) removeDoc(d *termDict, docs *docTable, r *driver.Record, dc doc) {
 	slot, ok := g.slots[r]
 	if !ok {
 		return // cannot happen: r was indexed
@@ -342,7 +343,7 @@ func (g *termGroup) removeDoc(d *termDict, r *driver.Record) {
 	delete(g.slots, r)
 	g.total.add(-g.lens[slot])
 	g.docs[slot], g.lens[slot] = nil, -1
-	for t := range r.Terms {
+	for t := range docs.all(dc) {
 		id, _ := d.lookup(t)
 		if slot < g.fslots {
 			g.ftab[g.frozenIndex(id)].df--
@@ -458,7 +459,7 @@ func (g *termGroup) setFrozen(ents []termSlot, post []posting) {
 // the frozen layout: the postings are counted per term, then placed (a
 // counting sort, so each run is in slot order), without the delta's list
 // per term. b is the builder's reusable working memory.
-func (g *termGroup) build(d *termDict, b *groupBuilder, layer string, members []*driver.Record) {
+func (g *termGroup) build(d *termDict, b *groupBuilder, docs *docTable, layer string, members []*driver.Record) {
 	g.slots = make(map[*driver.Record]int32, g.n)
 	g.docs = make([]*driver.Record, 0, g.n)
 	g.lens = make([]float64, 0, g.n)
@@ -469,16 +470,20 @@ func (g *termGroup) build(d *termDict, b *groupBuilder, layer string, members []
 	clear(b.local)
 	b.ents, b.tmp = b.ents[:0], b.tmp[:0]
 	for _, r := range members {
-		if len(r.Terms) == 0 || r.Layer != layer || keyOf(r) != g.key {
+		if r.Layer != layer || keyOf(r) != g.key {
+			continue
+		}
+		dc := docs.get(r)
+		if dc == "" {
 			continue
 		}
 		slot := int32(len(g.docs))
-		dl := docLen(r.Terms)
+		dl := dc.length()
 		g.docs = append(g.docs, r)
 		g.lens = append(g.lens, dl)
 		g.slots[r] = slot
 		g.total.add(dl)
-		for t, w := range r.Terms {
+		for t, w := range docs.all(dc) {
 			id, known := d.lookup(t)
 			k, seen := int32(0), false
 			if known {
@@ -540,7 +545,8 @@ func (x *termIndex) update(rm, add []*driver.Record) {
 	}
 	var touched []touch
 	for _, r := range rm {
-		if len(r.Terms) == 0 {
+		dc := x.docs.get(r)
+		if dc == "" {
 			continue
 		}
 		lt := x.layers[r.Layer]
@@ -553,12 +559,13 @@ func (x *termIndex) update(rm, add []*driver.Record) {
 		}
 		g.n--
 		if g.built {
-			g.removeDoc(&x.dict, r)
+			g.removeDoc(&x.dict, x.docs, r, dc)
 		}
 		touched = append(touched, touch{lt, g})
 	}
 	for _, r := range add {
-		if len(r.Terms) == 0 {
+		dc := x.docs.get(r)
+		if dc == "" {
 			continue
 		}
 		lt := x.layers[r.Layer]
@@ -574,7 +581,7 @@ func (x *termIndex) update(rm, add []*driver.Record) {
 		}
 		g.n++
 		if g.built {
-			g.addDoc(&x.dict, r)
+			g.addDoc(&x.dict, x.docs, r, dc)
 		}
 		touched = append(touched, touch{lt, g})
 	}
@@ -640,7 +647,7 @@ func (x *termIndex) prepare(c *collection, f *driver.Filter) {
 		lt = newLayerTerms()
 		var g *termGroup
 		for _, r := range recs {
-			if len(r.Terms) == 0 {
+			if c.docs.get(r) == "" {
 				continue
 			}
 			// Records of one thread often follow one another in creation
@@ -673,7 +680,7 @@ func (x *termIndex) prepare(c *collection, f *driver.Filter) {
 		default:
 			members = c.idx.by[fieldLayer][f.Layer]
 		}
-		g.build(&x.dict, &b, f.Layer, members)
+		g.build(&x.dict, &b, c.docs, f.Layer, members)
 	}
 }
 
@@ -793,11 +800,12 @@ func (c *collection) SearchTerms(ctx context.Context, q driver.TermQuery) (drive
 		seen := make(map[string]bool, len(f.IDs))
 		for _, id := range f.IDs {
 			r := c.recs[id]
-			if seen[id] || r == nil || len(r.Terms) == 0 || !f.Matches(r) {
+			if seen[id] || r == nil || c.docs.get(r) == "" || !f.Matches(r) {
 				continue
 			}
 			seen[id] = true
-			if sc := driver.BM25(q.Terms, r.Terms, docLen(r.Terms), res.AvgLen, res.IDF, q.K1, q.B); sc > 0 {
+			dc := c.docs.get(r)
+			if sc := driver.BM25(q.Terms, c.docs.terms(dc), dc.length(), res.AvgLen, res.IDF, q.K1, q.B); sc > 0 {
 				s.h.offer(scored{r: r, score: sc})
 			}
 		}
@@ -817,7 +825,7 @@ func (c *collection) SearchTerms(ctx context.Context, q driver.TermQuery) (drive
 	for i, h := range hits {
 		r := *h.r
 		r.Terms = nil
-		res.Matches[i] = driver.Match{Record: out(&r, q.WithVectors), Score: h.score}
+		res.Matches[i] = driver.Match{Record: c.out(&r, q.WithVectors), Score: h.score}
 	}
 	return res, nil
 }
@@ -1212,31 +1220,6 @@ func touchTable(g *termGroup, ids []uint32, known []bool) uint32 {
 		}
 	}
 	return s
-}
-
-// docLen is driver.Terms.Len, the sum of the weights in sorted term order,
-// without the sort when the order cannot matter: every weight is a float32,
-// an integer of at most 24 bits times a power of two, so when the
-// magnitudes span few enough binades every partial sum is exact in a
-// float64 and any order gives the same bits. Only documents mixing weights
-// some 2^29 apart pay for the sort.
-func docLen(t driver.Terms) float64 {
-	if len(t) == 0 {
-		return 0
-	}
-	var s float64
-	lo, hi := math.MaxInt, math.MinInt
-	for _, w := range t {
-		s += float64(w)
-		_, e := math.Frexp(float64(w)) // w < 2^e, a multiple of 2^(e-24)
-		lo, hi = min(lo, e), max(hi, e)
-	}
-	// Every partial sum is a multiple of 2^(lo-24) below 2^(hi+L), L the
-	// bits of the count: exact when that spans at most 53 bits.
-	if hi+bits.Len(uint(len(t)))-(lo-24) <= 53 {
-		return s
-	}
-	return t.Len()
 }
 
 // exactSum is a sum of float64s held exactly, as non-overlapping partials

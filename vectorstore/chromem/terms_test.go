@@ -375,7 +375,7 @@ type groupView struct {
 	post  map[string]map[string]float32
 }
 
-func viewGroup(t *testing.T, d *termDict, g *termGroup) groupView {
+func viewGroup(t *testing.T, d *termDict, docs *docTable, g *termGroup) groupView {
 	t.Helper()
 	v := groupView{n: g.n, total: g.total.value(), post: map[string]map[string]float32{}}
 	live := 0
@@ -390,8 +390,8 @@ func viewGroup(t *testing.T, d *termDict, g *termGroup) groupView {
 		if got, ok := g.slots[r]; !ok || got != int32(s) {
 			t.Fatalf("group %+v: %s in slot %d, slots map says %d", g.key, r.ID, s, got)
 		}
-		if g.lens[s] != r.Terms.Len() {
-			t.Fatalf("group %+v: %s length %v, want %v", g.key, r.ID, g.lens[s], r.Terms.Len())
+		if g.lens[s] != docs.terms(docs.get(r)).Len() {
+			t.Fatalf("group %+v: %s length %v, want %v", g.key, r.ID, g.lens[s], docs.terms(docs.get(r)).Len())
 		}
 	}
 	if live != g.n || len(g.slots) != g.n {
@@ -409,8 +409,8 @@ func viewGroup(t *testing.T, d *termDict, g *termGroup) groupView {
 				continue
 			}
 			n++
-			if r.Terms[name] != p.w {
-				t.Fatalf("group %+v: posting %s/%q weight %v, document %v", g.key, r.ID, name, p.w, r.Terms[name])
+			if w := docs.terms(docs.get(r))[name]; w != p.w {
+				t.Fatalf("group %+v: posting %s/%q weight %v, document %v", g.key, r.ID, name, p.w, w)
 			}
 			if v.post[name] == nil {
 				v.post[name] = map[string]float32{}
@@ -453,7 +453,7 @@ func viewGroup(t *testing.T, d *termDict, g *termGroup) groupView {
 		if r == nil {
 			continue
 		}
-		for name, w := range r.Terms {
+		for name, w := range docs.all(docs.get(r)) {
 			if v.post[name][r.ID] != w {
 				t.Fatalf("group %+v: %s/%q not posted", g.key, r.ID, name)
 			}
@@ -471,12 +471,12 @@ func checkTermIndex(t *testing.T, c *collection) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	x := &c.terms
-	fresh := &termIndex{}
+	fresh := &termIndex{docs: c.docs}
 	refs := map[uint32]int32{}
 	for layer, lt := range x.layers {
 		want := map[groupKey]int{}
 		for _, r := range c.recs {
-			if r.Layer == layer && len(r.Terms) > 0 {
+			if r.Layer == layer && c.docs.get(r) != "" {
 				want[keyOf(r)]++
 			}
 		}
@@ -531,8 +531,8 @@ func checkTermIndex(t *testing.T, c *collection) {
 					refs[id]++
 				}
 			}
-			gv := viewGroup(t, &x.dict, g)
-			fv := viewGroup(t, &fresh.dict, flt.groups[k])
+			gv := viewGroup(t, &x.dict, c.docs, g)
+			fv := viewGroup(t, &fresh.dict, c.docs, flt.groups[k])
 			if gv.n != fv.n || gv.total != fv.total || !maps.EqualFunc(gv.post, fv.post, func(a, b map[string]float32) bool { return maps.Equal(a, b) }) {
 				t.Fatalf("layer %s group %+v: maintained n %d total %v, fresh n %d total %v (postings equal: %v)", layer, k, gv.n, gv.total, fv.n, fv.total,
 					maps.EqualFunc(gv.post, fv.post, func(a, b map[string]float32) bool { return maps.Equal(a, b) }))
@@ -702,7 +702,7 @@ func TestTermsWAL(t *testing.T) {
 	enc := encoder{}
 	enc.b = append(enc.b, opUpsert)
 	enc.uvarint(1)
-	enc.record(&base)
+	enc.record(&base, nil)
 	if string(plain[frameHeader:]) != string(enc.b) {
 		t.Fatal("a record without terms encodes differently")
 	}
@@ -979,21 +979,55 @@ func TestTermSearchCancelled(t *testing.T) {
 	}
 }
 
-// TestDocLen: docLen is Terms.Len bit for bit, with and without its fast
-// path.
+// TestDocLen: a doc's length is Terms.Len bit for bit, it holds the same
+// terms, logs the same way, comes the same from the log, and its terms are
+// forgotten with the last document holding them.
 func TestDocLen(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
+	tab := newDocTable()
+	var kept []doc
 	for i := 0; i < 3000; i++ {
 		d := driver.Terms{}
 		spread := []float64{0, 2, 10, 40, 80}[i%5]
 		for n := 1 + r.IntN(40); n > 0; n-- {
-			d[fmt.Sprint("t", r.IntN(1000))] = float32(math.Exp2(r.Float64()*spread-spread/2) * (0.5 + r.Float64()))
+			w := float32(math.Exp2(r.Float64()*spread-spread/2) * (0.5 + r.Float64()))
+			if i%3 == 0 {
+				w = float32(1 + r.IntN(300)) // integers, some of one byte
+			}
+			d[fmt.Sprint("t", r.IntN(1000))] = w
 		}
-		if got, want := docLen(d), d.Len(); got != want {
-			t.Fatalf("docLen %v, Len %v for %v", got, want, d)
+		dc := tab.fromTerms(d)
+		if got, want := dc.length(), d.Len(); got != want {
+			t.Fatalf("length %v, Len %v for %v", got, want, d)
+		}
+		if !maps.Equal(tab.terms(dc), d) || dc.count() != len(d) {
+			t.Fatalf("doc holds %v, want %v", tab.terms(dc), d)
+		}
+		base := driver.Record{ID: "x", Layer: "l", Vector: []float32{1, 2}, CreatedAt: time.UnixMicro(5).UTC()}
+		withMap := base
+		withMap.Terms = d
+		if string(encodeUpsert([]driver.Record{withMap})) != string(encodeUpsertDocs([]driver.Record{base}, [][]byte{tab.logged(dc)})) {
+			t.Fatal("a doc logs differently from its map")
+		}
+		var in map[string]string
+		e, err := decodeStored(encodeUpsert([]driver.Record{withMap})[frameHeader:], &in, &replaySink{docs: tab})
+		if err != nil || len(e.docs) != 1 || e.docs[0] != dc || e.recs[0].Terms != nil {
+			t.Fatalf("stored decoding: %v, %q, want %q", err, e.docs, dc)
+		}
+		tab.release(e.docs[0])
+		if i%2 == 0 {
+			kept = append(kept, dc)
+		} else {
+			tab.release(dc)
 		}
 	}
-	if docLen(nil) != 0 {
+	for _, dc := range kept {
+		tab.release(dc)
+	}
+	if len(tab.names.ids) != 0 {
+		t.Fatalf("%d terms left without documents", len(tab.names.ids))
+	}
+	if tab.fromTerms(nil) != "" || doc("").length() != 0 || tab.terms("") != nil {
 		t.Fatal("empty document has a length")
 	}
 }

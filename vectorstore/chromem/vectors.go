@@ -32,9 +32,17 @@ import (
 // its chain is repacked, which happens when the dead slots outnumber the
 // live ones: the live vectors are then copied to new slabs and their
 // records' Vector moved there (same values, so no reader can tell), and
-// the old slabs become garbage once nothing refers to them. Memory is
-// therefore at most about twice the live vectors (and codes), plus one
-// partly filled slab per resource.
+// the old slabs become garbage once nothing refers to them (or, for a
+// slab in the slab file, are unmapped: the caller holds mu exclusively and
+// every earlier reader has finished with them). Memory is therefore at
+// most about twice the live vectors (and codes), plus one partly filled
+// slab per resource.
+//
+// A full slab of at least sealMinBytes moves to the slab file when one is
+// open (slabfile_mmap.go): its vectors are then read from a read-only
+// file mapping, paged in on demand, and only the codes, which every
+// pruned query reads, stay resident. The pruned queries read the vectors
+// of their few hundred candidates only.
 //
 // Like scopeIndex, the store is guarded by the collection's mu (writers
 // exclusively) and is built once the replay at open is done; before that
@@ -44,6 +52,10 @@ type vecStore struct {
 	quant bool                     // keep int8 codes (cosine and dot)
 	by    map[string]*chain        // resource → its chain
 	pos   map[*driver.Record]int32 // a chained record → its slot in its chain
+	// file, when set, takes every full slab of at least sealMinBytes off
+	// the heap (slabfile_mmap.go): the slab's records then read their
+	// vectors from a read-only mapping of it, while its codes stay here.
+	file *slabFile
 	// repacks counts the chains repacked, for tests.
 	repacks int
 }
@@ -72,6 +84,11 @@ const (
 	// are not copied over and over.
 	minRepack = 64
 )
+
+// sealMinBytes is the smallest full slab moved to the slab file; smaller
+// ones (the first slabs of a small resource) stay on the heap, where they
+// waste no page. A variable for tests.
+var sealMinBytes = 64 << 10
 
 func (v *vecStore) built() bool { return v.by != nil }
 
@@ -125,8 +142,10 @@ func (ch *chain) full(v *vecStore) bool {
 }
 
 // put appends r's vector to the last slab, which has room for it, makes
-// r's Vector the copy and r the chain's next slot.
-func (ch *chain) put(v *vecStore, r *driver.Record) {
+// r's Vector the copy and r the chain's next slot. When that fills the
+// slab and the store has a slab file, the slab moves there (seal) and put
+// returns the records whose Vector moved with it, r included.
+func (ch *chain) put(v *vecStore, r *driver.Record) []*driver.Record {
 	k := len(ch.slabs) - 1
 	slab := ch.slabs[k]
 	n := len(slab)
@@ -142,15 +161,57 @@ func (ch *chain) put(v *vecStore, r *driver.Record) {
 	}
 	v.pos[r] = int32(len(ch.recs))
 	ch.recs = append(ch.recs, r)
+	if v.file != nil && len(slab) == cap(slab) && 4*len(slab) >= sealMinBytes {
+		return ch.seal(v, k)
+	}
+	return nil
+}
+
+// seal moves slab k, the last and full, to the slab file and points the
+// Vector of its live records at the copy, which holds the same values;
+// it returns those records (nil if the slab stays on the heap).
+func (ch *chain) seal(v *vecStore, k int) []*driver.Record {
+	slab := ch.slabs[k]
+	m := v.file.seal(slab)
+	if m == nil {
+		return nil
+	}
+	ch.slabs[k] = m
+	first := len(ch.recs) - len(slab)/v.dim
+	var moved []*driver.Record
+	for j, r := range ch.recs[first:] {
+		if r != nil {
+			o := j * v.dim
+			r.Vector = m[o : o+v.dim : o+v.dim]
+			moved = append(moved, r)
+		}
+	}
+	return moved
+}
+
+// release gives back the slabs of ch, which no record refers to any more
+// (the caller holds mu exclusively): the mapped ones are unmapped.
+func (ch *chain) release(v *vecStore) {
+	for _, s := range ch.slabs {
+		v.file.release(s)
+	}
+}
+
+// close releases what the store holds outside the heap; the store must
+// not be used afterwards.
+func (v *vecStore) close() {
+	v.file.close()
+	v.file = nil
 }
 
 // add moves the vector of r, a record being stored, into its resource's
 // chain. r must not be visible to readers yet, or the caller holds mu
-// exclusively.
-func (v *vecStore) add(r *driver.Record) {
+// exclusively. It returns the records whose Vector moved besides (see
+// put), nil if none did.
+func (v *vecStore) add(r *driver.Record) []*driver.Record {
 	res := r.Scope.Resource
 	if !v.built() || res == "" || len(r.Vector) != v.dim {
-		return
+		return nil
 	}
 	ch := v.by[res]
 	if ch == nil {
@@ -160,7 +221,7 @@ func (v *vecStore) add(r *driver.Record) {
 	if ch.full(v) {
 		ch.grow(v, min(max(minSlab, len(ch.recs)), v.maxSlab()))
 	}
-	ch.put(v, r)
+	return ch.put(v, r)
 }
 
 // remove kills the slot of r, a record being replaced or deleted. When that
@@ -181,6 +242,7 @@ func (v *vecStore) remove(r *driver.Record) []*driver.Record {
 	switch {
 	case live == 0:
 		delete(v.by, res)
+		ch.release(v)
 	case ch.dead >= minRepack && ch.dead > live:
 		recs := make([]*driver.Record, 0, live)
 		for _, r := range ch.recs {
@@ -188,8 +250,10 @@ func (v *vecStore) remove(r *driver.Record) []*driver.Record {
 				recs = append(recs, r)
 			}
 		}
+		old := *ch
 		*ch = chain{}
 		ch.fill(v, recs)
+		old.release(v)
 		v.repacks++
 		return recs
 	}
@@ -261,6 +325,7 @@ type chainScratch struct {
 	heap   []int32
 	cands  []bounded1
 	approx []float32
+	vec    []float32 // a candidate's vector, read from the slab file
 }
 
 // bounded1 is a candidate of prunedTopK: a slot and its score bound.
@@ -294,7 +359,7 @@ func (ch *chain) topK(v *vecStore, d driver.Distance, q []float32, k int, f *dri
 	sc := chainScratchPool.Get().(*chainScratch)
 	defer chainScratchPool.Put(sc)
 	if v.quant {
-		switch res, out := ch.prunedTopK(sc, v.dim, d, q, k, f); out {
+		switch res, out := ch.prunedTopK(sc, v, d, q, k, f); out {
 		case pruneAnswered:
 			return res
 		case pruneGaveUp:
@@ -417,7 +482,8 @@ var pruneTrace func(outcome int)
 // For 512-d unit vectors the bounds are within about 0.01 of the scores,
 // so the second pass computes a few hundred exact scores for k = 280
 // (BenchmarkQueryResource).
-func (ch *chain) prunedTopK(sc *chainScratch, dim int, d driver.Distance, q []float32, k int, f *driver.Filter) (res []scored, outcome int) {
+func (ch *chain) prunedTopK(sc *chainScratch, v *vecStore, d driver.Distance, q []float32, k int, f *driver.Filter) (res []scored, outcome int) {
+	dim := v.dim
 	m := pruneCands(k)
 	if len(ch.recs)-ch.dead <= 2*m {
 		return nil, pruneUnfit // small: a full scan costs as much
@@ -471,6 +537,12 @@ func (ch *chain) prunedTopK(sc *chainScratch, dim int, d driver.Distance, q []fl
 	slices.SortFunc(buf, func(a, b bounded1) int { return cmp.Or(cmp.Compare(b.u, a.u), cmp.Compare(a.slot, b.slot)) })
 	top := bounded[scored]{k: k, cmp: compareScored}
 	refused := 0
+	if cap(sc.vec) < dim {
+		sc.vec = make([]float32, dim)
+	}
+	// The candidates' vectors, scattered over the chain, are copied from
+	// the slab file (see slabFile.readFloats), not read in place.
+	vec := func(r *driver.Record) []float32 { return v.file.readFloats(sc.vec[:dim], r.Vector) }
 	for _, c := range buf {
 		if len(top.items) == k && c.u < top.items[0].score {
 			return top.sorted(), pruneAnswered
@@ -483,8 +555,8 @@ func (ch *chain) prunedTopK(sc *chainScratch, dim int, d driver.Distance, q []fl
 				}
 				continue
 			}
-			top.offer(scored{r: r, score: score(d, q, r.Vector)})
-		} else if s := (scored{r: r, score: score(d, q, r.Vector)}); top.wouldKeep(s) && f.Matches(r) {
+			top.offer(scored{r: r, score: score(d, q, vec(r))})
+		} else if s := (scored{r: r, score: score(d, q, vec(r))}); top.wouldKeep(s) && f.Matches(r) {
 			top.offer(s)
 		}
 	}

@@ -67,7 +67,9 @@ func (e *encoder) uvarint(x uint64) { e.b = binary.AppendUvarint(e.b, x) }
 func (e *encoder) varint(x int64)   { e.b = binary.AppendVarint(e.b, x) }
 func (e *encoder) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
 
-func (e *encoder) record(r *driver.Record) {
+// record encodes r, whose document is logged (in the log's encoding, as
+// docTable.logged gives a stored record's) when r.Terms is empty.
+func (e *encoder) record(r *driver.Record, logged []byte) {
 	e.str(r.ID)
 	e.str(r.Layer)
 	e.str(r.Kind)
@@ -87,7 +89,7 @@ func (e *encoder) record(r *driver.Record) {
 	if !r.ValidTo.IsZero() {
 		flags |= 2
 	}
-	if len(r.Terms) > 0 {
+	if len(r.Terms) > 0 || len(logged) > 0 {
 		flags |= flagTerms
 	}
 	e.b = append(e.b, flags)
@@ -101,7 +103,9 @@ func (e *encoder) record(r *driver.Record) {
 	for _, f := range r.Vector {
 		e.b = binary.LittleEndian.AppendUint32(e.b, math.Float32bits(f))
 	}
-	if flags&flagTerms != 0 {
+	if flags&flagTerms != 0 && len(r.Terms) == 0 {
+		e.b = append(e.b, logged...) // the same bytes as below
+	} else if flags&flagTerms != 0 {
 		// After the vector, so that a record without a document encodes
 		// exactly as before the field existed. Sorted, like the metadata.
 		e.uvarint(uint64(len(r.Terms)))
@@ -120,12 +124,20 @@ func frame(payload []byte) []byte {
 	return append(out, payload...)
 }
 
-func encodeUpsert(recs []driver.Record) []byte {
+func encodeUpsert(recs []driver.Record) []byte { return encodeUpsertDocs(recs, nil) }
+
+// encodeUpsertDocs is encodeUpsert of records whose documents are docs[i]
+// (in the log's encoding) where their Terms are empty; docs may be nil.
+func encodeUpsertDocs(recs []driver.Record, docs [][]byte) []byte {
 	e := encoder{b: make([]byte, 0, 64+len(recs)*256)}
 	e.b = append(e.b, opUpsert)
 	e.uvarint(uint64(len(recs)))
 	for i := range recs {
-		e.record(&recs[i])
+		var d []byte
+		if docs != nil {
+			d = docs[i]
+		}
+		e.record(&recs[i], d)
 	}
 	return frame(e.b)
 }
@@ -145,6 +157,42 @@ var errShort = errors.New("truncated payload")
 type decoder struct {
 	b   []byte
 	err error
+	// sink, when set, makes this a decoding for the collection's memory
+	// (open's replay, decodeStored): a record's document becomes a doc
+	// of sink's table (in docs), not a map; its text goes to sink's text
+	// sink; its other strings are interned in in, so that the records
+	// share one copy of each: the layer, kind, scope and metadata keys
+	// repeat in every record, metadata values often (a role, a model),
+	// and ids come back as the metadata of other records (a thread's
+	// previous message).
+	sink *replaySink
+	in   map[string]string
+	docs []doc
+}
+
+// replaySink is where the replay at open puts what it decodes besides
+// the records: their documents and their texts.
+type replaySink struct {
+	docs  *docTable
+	texts *textSink // nil: on the heap
+}
+
+// interned decodes a string, shared with every equal one decoded before
+// when d is stored.
+func (d *decoder) interned() string {
+	b := d.bytes(d.uvarint())
+	if d.sink == nil || d.err != nil {
+		return string(b)
+	}
+	if s, ok := d.in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if d.in == nil {
+		d.in = make(map[string]string)
+	}
+	d.in[s] = s
+	return s
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -199,12 +247,16 @@ func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 func (d *decoder) record() driver.Record {
 	var r driver.Record
-	r.ID = d.str()
-	r.Layer = d.str()
-	r.Kind = d.str()
-	r.Scope.Thread = d.str()
-	r.Scope.Resource = d.str()
-	r.Text = d.str()
+	r.ID = d.interned() // shared with the metadata naming it (a neighbour's)
+	r.Layer = d.interned()
+	r.Kind = d.interned()
+	r.Scope.Thread = d.interned()
+	r.Scope.Resource = d.interned()
+	if d.sink != nil {
+		r.Text = d.sink.texts.text(d.bytes(d.uvarint()))
+	} else {
+		r.Text = d.str()
+	}
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		if n > uint64(len(d.b)) {
 			d.err = errShort
@@ -212,8 +264,14 @@ func (d *decoder) record() driver.Record {
 		}
 		r.Metadata = make(map[string]string, n)
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			k := d.str()
-			r.Metadata[k] = d.str()
+			k := d.interned()
+			if k == keyRevision && d.sink != nil {
+				// Read by the replay and dropped: not interned, which
+				// would keep every revision's string until the end.
+				r.Metadata[k] = d.str()
+				continue
+			}
+			r.Metadata[k] = d.interned()
 		}
 	}
 	r.CreatedAt = micro(d.varint())
@@ -242,8 +300,14 @@ func (d *decoder) record() driver.Record {
 			r.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[i*4:]))
 		}
 	}
-	if flags&flagTerms != 0 {
+	var dc doc
+	if flags&flagTerms != 0 && d.sink != nil {
+		dc = storedDoc(d, d.sink.docs, r.ID)
+	} else if flags&flagTerms != 0 {
 		r.Terms = d.terms(r.ID)
+	}
+	if d.sink != nil {
+		d.docs = append(d.docs, dc)
 	}
 	return r
 }
@@ -286,11 +350,35 @@ func (d *decoder) terms(id string) driver.Terms {
 type entry struct {
 	op   byte
 	recs []driver.Record
+	// docs, when decoded stored (decodeStored), holds the document of
+	// each of recs (whose Terms are then nil); "" for none.
+	docs []doc
 	ids  []string
 }
 
-func decodePayload(p []byte) (entry, error) {
-	d := decoder{b: p}
+func decodePayload(p []byte) (entry, error) { return decodeWith(&decoder{b: p}) }
+
+// decodeStored is decodePayload for the collection's memory (see
+// decoder.sink), interning in in, which it may create. The documents of
+// e.docs hold their terms in sink.docs: the caller stores or releases
+// them.
+func decodeStored(p []byte, in *map[string]string, sink *replaySink) (entry, error) {
+	d := &decoder{b: p, sink: sink, in: *in}
+	e, err := decodeWith(d)
+	*in = d.in
+	e.docs = d.docs
+	if err == nil && sink.texts.flush() != nil {
+		// The texts of e are not in the file: decode again onto the heap
+		// (the text sink is off from now on).
+		for _, dc := range e.docs {
+			sink.docs.release(dc)
+		}
+		return decodeStored(p, in, sink)
+	}
+	return e, err
+}
+
+func decodeWith(d *decoder) (entry, error) {
 	e := entry{op: d.byte1()}
 	n := d.uvarint()
 	if d.err == nil && n > uint64(len(d.b)) {
@@ -329,7 +417,7 @@ func decodePayload(p []byte) (entry, error) {
 // cannot be a torn tail is an ErrCorrupt error. It checks no checkpoint:
 // open uses openLog.
 func replay(f *os.File, apply func(entry, int) error) (int64, error) {
-	res, err := scan(f, nil, apply)
+	res, err := scan(f, nil, nil, apply)
 	return res.good, err
 }
 
@@ -350,7 +438,10 @@ type scanResult struct {
 // scan also reports whether the good frames satisfy one of exts, the
 // checkpoint's extents: the caller decides what an unsatisfied checkpoint
 // means.
-func scan(f *os.File, exts []extent, apply func(entry, int) error) (scanResult, error) {
+//
+// With a sink, the frames are decoded for the collection's memory
+// (decodeStored); without, as decodePayload does.
+func scan(f *os.File, exts []extent, sink *replaySink, apply func(entry, int) error) (scanResult, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return scanResult{}, err
@@ -369,6 +460,7 @@ func scan(f *os.File, exts []extent, apply func(entry, int) error) (scanResult, 
 	var off int64
 	hdr := make([]byte, frameHeader)
 	var buf []byte
+	var in map[string]string // decodeStored's strings, shared by the whole log
 	for off < size {
 		res.good = off
 		if size-off < frameHeader {
@@ -400,7 +492,12 @@ func scan(f *os.File, exts []extent, apply func(entry, int) error) (scanResult, 
 		if n == 0 || crc32.Checksum(buf, crcTable) != sum {
 			return res, tailOrCorrupt(f, off, size, "checksum mismatch at offset %d", off)
 		}
-		e, err := decodePayload(buf)
+		var e entry
+		if sink != nil {
+			e, err = decodeStored(buf, &in, sink)
+		} else {
+			e, err = decodePayload(buf)
+		}
 		if err != nil {
 			// A frame with a good checksum that does not decode was written
 			// by a different format: never a crash artefact.
@@ -553,11 +650,18 @@ func validFrameAt(f *os.File, p, size int64, head []byte) (bool, error) {
 // returns its size, and records it in ck as the pending log (durably)
 // before the caller may rename it over the log in place. The caller fsyncs
 // f before that rename.
-func writeCompacted(f *os.File, recs []driver.Record, encode func([]driver.Record) []byte, ck *checkpoint) (int64, error) {
+//
+// docs, when not nil, holds the documents of recs (see encodeUpsertDocs).
+func writeCompacted(f *os.File, recs []driver.Record, docs [][]byte, encode func([]driver.Record, [][]byte) []byte, ck *checkpoint) (int64, error) {
 	var size int64
 	var last extent
 	for i := 0; i < len(recs); i += compactChunk {
-		fr := encode(recs[i:min(i+compactChunk, len(recs))])
+		j := min(i+compactChunk, len(recs))
+		var ds [][]byte
+		if docs != nil {
+			ds = docs[i:j]
+		}
+		fr := encode(recs[i:j], ds)
 		if _, err := f.Write(fr); err != nil {
 			return 0, err
 		}
