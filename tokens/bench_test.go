@@ -18,13 +18,11 @@ func benchCount(b *testing.B, tk Tokenizer) {
 	}
 }
 
-func BenchmarkCountO200k(b *testing.B)    { benchCount(b, mustNew(b, O200kBase)) }
-func BenchmarkCountCl100k(b *testing.B)   { benchCount(b, mustNew(b, Cl100kBase)) }
 func BenchmarkCountEstimate(b *testing.B) { benchCount(b, Estimate()) }
-func BenchmarkCacheHit(b *testing.B)      { benchCount(b, NewCache(mustNew(b, O200kBase), 0)) }
+func BenchmarkCacheHit(b *testing.B)      { benchCount(b, NewCache(Estimate(), 0)) }
 
 func BenchmarkCacheHitParallel(b *testing.B) {
-	c := NewCache(mustNew(b, O200kBase), 0)
+	c := NewCache(Estimate(), 0)
 	c.Count(paragraph)
 	b.SetBytes(int64(len(paragraph)))
 	b.RunParallel(func(pb *testing.PB) {

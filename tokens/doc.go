@@ -1,22 +1,17 @@
 // Package tokens counts tokens for the context runtime.
 //
 // A Tokenizer answers one question — how many tokens does this text cost —
-// so the runtime can enforce budgets and report per-layer usage. Three
-// encodings are available:
+// so the runtime can enforce budgets and report per-layer usage. This
+// package holds the interface, the fast heuristic Estimate (ceil(runes/4),
+// for when an exact count is not worth its cost) and Cache. It imports
+// nothing outside the standard library, so a program that only counts with
+// Estimate (the runtime's default) links no encoding tables.
 //
-//   - "o200k_base": the BPE of GPT-4o, GPT-4.1, GPT-5 and the o-series.
-//   - "cl100k_base": the BPE of GPT-4 and GPT-3.5.
-//   - "estimate": a fast heuristic, ceil(runes/4), for when an exact count
-//     is not worth its cost (see Estimate).
+// The exact BPE encodings of the OpenAI models ("o200k_base",
+// "cl100k_base") are in the subpackage tokens/tiktoken, which embeds their
+// tables in the binary; import it where an exact count is wanted:
 //
-// The BPE tables are embedded in the binary (github.com/pkoukk/tiktoken-go-loader),
-// so counting never touches the network or the file system. Each encoding
-// is built once per process on first use (that costs about a second and
-// tens of megabytes) and then shared by every Tokenizer that names it.
-//
-// Counting treats special-token text such as "<|endoftext|>" as ordinary
-// text: prompts are user data, and a count must never fail or panic because
-// a document happens to contain one of those strings.
+//	tk, err := tiktoken.ForModel("gpt-4o")
 //
 // Cache memoizes counts for repeated texts, which is the common case when
 // the same items are re-assembled turn after turn.

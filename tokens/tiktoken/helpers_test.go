@@ -1,4 +1,4 @@
-package tokens
+package tiktoken
 
 import (
 	"os"
