@@ -29,7 +29,7 @@ unit:
 
 ## bench: micro-benchmarks of assembly, tokens and stores
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./projector/ ./core/ ./tokens/
+	$(GO) test -run '^$$' -bench . -benchmem ./projector/ ./core/ ./tokens/...
 
 ## bench-cache: the cache-stability benchmark (benchmarks/results/cache-stability.*)
 bench-cache:
@@ -46,7 +46,7 @@ bench-quality: model
 ## bench-scale: semantic memory cost with history size, embedded and pgvector
 ## (benchmarks/results/scale.*; needs root for the engine; see benchmarks/README.md)
 bench-scale: model
-	bash scripts/pg.sh with $(GO) run ./benchmarks/cmd/scalebench -out benchmarks/results
+	STRATA_PG_SHARED_BUFFERS=2GB STRATA_PG_EFFECTIVE_CACHE_SIZE=8GB bash scripts/pg.sh with $(GO) run ./benchmarks/cmd/scalebench -out benchmarks/results
 
 vet:
 	$(GO) vet ./...

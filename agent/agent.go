@@ -115,17 +115,23 @@ func New(opts Options) (*Agent, error) {
 // Options.MaxRetryWait is zero.
 const DefaultMaxRetryWait = time.Minute
 
+// StopReason says why a turn ended (Result.Stop).
+type StopReason string
+
 // Stop reasons of a turn.
 const (
-	StopNoToolCalls = "no_tool_calls"
-	StopMaxRounds   = "max_rounds"
-	StopUntil       = "until"
+	// StopNoToolCalls: the model answered without calling a tool.
+	StopNoToolCalls StopReason = "no_tool_calls"
+	// StopMaxRounds: Options.MaxRounds model calls were made.
+	StopMaxRounds StopReason = "max_rounds"
+	// StopUntil: Options.Until said the turn is done.
+	StopUntil StopReason = "until"
 	// StopTruncated: the output cap cut the model's answer
 	// (provider.Response.Truncated). The complete calls of that round
 	// ran, so every recorded call has its output; the call the cap cut
 	// off never reached the log (the adapter dropped it). Raise
 	// Options.MaxOutputTokens, or run another turn to let the model go on.
-	StopTruncated = "truncated"
+	StopTruncated StopReason = "truncated"
 )
 
 // Result reports one turn.
@@ -136,7 +142,7 @@ type Result struct {
 	// Rounds are the model calls made, in order.
 	Rounds []Round
 	// Stop says why the turn ended.
-	Stop string
+	Stop StopReason
 }
 
 // Round is one model call of a turn.
@@ -171,7 +177,7 @@ func (r *Result) Text() string {
 // stored: core.Session.ExecuteTool re-runs a tool whose write to shared
 // state lost to another run, and when that keeps failing the output says
 // the change was not applied and the turn ends, after the round's calls
-// are answered, with a *core.ToolStateError (errors.Is(err,
+// are answered, with a *core.WriteError (errors.Is(err,
 // storage.ErrConflict) for a conflict).
 func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (*Result, error) {
 	if err := s.Append(ctx, input...); err != nil {
@@ -338,7 +344,7 @@ func (a *Agent) Spawn(ctx context.Context, parent *core.Session, task string, ch
 	if child == nil {
 		child = a
 	}
-	cs, err := parent.Spawn(ctx, core.SpawnOptions{})
+	cs, err := parent.Spawn(ctx, core.RunOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stratamem/strata/agent"
 	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/layers/toolcalls"
 	"github.com/stratamem/strata/provider"
 	"github.com/stratamem/strata/provider/scripted"
 )
@@ -27,9 +28,9 @@ func counterLayer() core.Layer[counter] {
 			Recall: func(_ context.Context, p core.RecallParams[counter]) (core.Recall[counter], error) {
 				return core.Text[counter](strings.Repeat("counter state. ", 80) + string(rune('0'+p.State.N)))
 			},
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[counter]) (core.ToolDecision[counter], error) {
+			BeforeToolCall: func(_ context.Context, p core.CallParams[counter]) (core.ToolDecision[counter], error) {
 				if p.Call.Name == "rm_rf" {
-					return core.ToolDecision[counter]{Verdict: core.Deny, Reason: "destructive commands are not allowed"}, nil
+					return core.ToolDecision[counter]{Deny: true, Reason: "destructive commands are not allowed"}, nil
 				}
 				return core.ToolDecision[counter]{}, nil
 			},
@@ -43,7 +44,7 @@ func counterLayer() core.Layer[counter] {
 
 func TestTurnRunsToolsUntilDone(t *testing.T) {
 	ctx := context.Background()
-	echo := core.MustTool(core.ToolDef[struct {
+	echo := toolcalls.MustTool(toolcalls.ToolDef[struct {
 		Text string `json:"text"`
 	}, string]{Name: "echo", Execute: func(_ context.Context, in struct {
 		Text string `json:"text"`
@@ -196,11 +197,11 @@ func TestSpawnFiresParentHooks(t *testing.T) {
 	ctx := context.Background()
 	var spawned, returned string
 	layer := core.Layer[string]{ID: "notes", Scope: core.ScopeExecution, Hooks: core.Hooks[string]{
-		OnSpawn: func(_ context.Context, p core.SpawnParams[string]) (core.SpawnResult[string], error) {
+		OnSpawn: func(_ context.Context, p core.ChildParams[string]) (*string, error) {
 			spawned = p.Child.ParentRunID
-			return core.SpawnResult[string]{}, nil
+			return nil, nil
 		},
-		OnReturn: func(_ context.Context, p core.ReturnParams[string]) (*string, error) {
+		OnReturn: func(_ context.Context, p core.ChildParams[string]) (*string, error) {
 			returned = p.Result[0].Text()
 			return &returned, nil
 		},
@@ -267,7 +268,7 @@ func TestColdCacheAfterIdle(t *testing.T) {
 			ep := res.Rounds[0].View.Usage.Epoch
 			reason := "-"
 			if ep.Reanchored {
-				reason = ep.ReanchorReason
+				reason = string(ep.ReanchorReason)
 			}
 			reasons = append(reasons, reason)
 			if i >= 2 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratamem/strata/agent"
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/layers/toolcalls"
 	"github.com/stratamem/strata/provider"
 	"github.com/stratamem/strata/provider/scripted"
 	"github.com/stratamem/strata/storage"
@@ -42,7 +43,7 @@ func TestSaveFailureLeavesNoDanglingCall(t *testing.T) {
 		calls []core.Item
 	}{
 		"after the model call": {
-			hooks: core.Hooks[saves]{AfterModelCall: func(_ context.Context, p core.ModelCallParams[saves]) (*saves, error) {
+			hooks: core.Hooks[saves]{AfterModelCall: func(_ context.Context, p core.StoreParams[saves]) (*saves, error) {
 				return bump(p.State), nil
 			}},
 			calls: []core.Item{core.FunctionCall("a", "echo", `{}`)},
@@ -61,7 +62,7 @@ func TestSaveFailureLeavesNoDanglingCall(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			disk := &fullDisk{Memory: storage.NewMemory()}
-			echo := core.MustTool(core.ToolDef[struct{}, string]{Name: "echo", Execute: func(context.Context, struct{}, core.ToolContext) (string, error) {
+			echo := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "echo", Execute: func(context.Context, struct{}, core.ToolContext) (string, error) {
 				return "x", nil
 			}})
 			rt, err := core.NewRuntime(core.Config{Tools: []core.Tool{echo}, Store: disk,

@@ -29,12 +29,12 @@ type addArgs struct {
 // sharedNotesTool appends its argument to a resource-scoped list that
 // every run of the resource shares.
 func sharedNotesTool() core.Tool {
-	return core.MustTool(core.ToolDef[addArgs, string]{
+	return toolcalls.MustTool(toolcalls.ToolDef[addArgs, string]{
 		Name: "add_note",
-		State: &core.ToolState[[]string]{ID: "notes", Scope: core.ScopeResource,
+		State: &toolcalls.ToolState[[]string]{ID: "notes", Scope: core.ScopeResource,
 			Recall: func(s []string) (string, bool) { return fmt.Sprintf("%d notes", len(s)), len(s) > 0 }},
 		Execute: func(_ context.Context, in addArgs, tc core.ToolContext) (string, error) {
-			notes, _ := core.GetState[[]string](tc, "notes")
+			notes, _ := toolcalls.GetState[[]string](tc, "notes")
 			next := append(append([]string(nil), notes...), in.Text)
 			if err := tc.Set("notes", next); err != nil {
 				return "", err

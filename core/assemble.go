@@ -18,12 +18,10 @@ import (
 // and do not keep it past the next Record.
 type View struct {
 	// Tools are the provided functions to offer the model, sorted.
-	Tools []FunctionSpec
-	// Turn is the assembly count in the run, from 0.
-	Turn   int
-	bands  [6][]Item
-	tokens [6]int
-	// Usage is the per-layer report of this assembly.
+	Tools []ToolSpec
+	bands [6][]Item
+	// Usage is the report of this assembly: its turn, the token count of
+	// the view (Total) and of each band (BandTokens), per layer.
 	Usage *Usage
 	// Breakpoints say where a provider adapter should ask for the cache:
 	// the end of the system prompt, of the anchor band and of history,
@@ -76,18 +74,6 @@ func (v *View) Len() int {
 	return n
 }
 
-// BandTokens is the token count of band b.
-func (v *View) BandTokens(b Band) int { return v.tokens[b] }
-
-// Tokens is the token count of the whole view.
-func (v *View) Tokens() int {
-	n := 0
-	for _, t := range v.tokens {
-		n += t
-	}
-	return n
-}
-
 // Served says where a layer's output in a view came from.
 type Served string
 
@@ -128,8 +114,8 @@ type LayerUsage struct {
 	// InitErrorDisable.
 	Disabled bool
 	// Update is the context-update action published for the layer this
-	// assembly ("replace", "add", "retract"), or "".
-	Update string
+	// assembly, or "" for none.
+	Update UpdateAction
 	// ChurnRate is the share of assemblies in which the layer's fresh
 	// output changed.
 	ChurnRate float64
@@ -172,15 +158,6 @@ type MessageCut struct {
 	Tokens, Shown int
 }
 
-// BudgetError is returned by Assemble when the token budget cannot hold
-// the newest user message even cut (the system prompt, tail and layers
-// leave less room than the cut marker takes); errors.Is(err,
-// ErrOverBudget) matches it. Its fields name the sizes.
-type BudgetError = projector.BudgetError
-
-// ErrOverBudget is wrapped by a *BudgetError.
-var ErrOverBudget = projector.ErrOverBudget
-
 // cutMarker is what a message cut to fit the budget says where its middle
 // was: a model reading it knows the message was longer, and by how much.
 const cutMarker = "\n[… %d tokens cut: the message was longer than the context budget]\n"
@@ -215,7 +192,7 @@ func (u *Usage) Layer(id string) *LayerUsage {
 // sliding window or a summary that leaves it out stands: that is the
 // policy's choice.) Assemble fails only when the projection cannot hold
 // the system prompt and tail (projector.ErrSystemOverBudget), or cannot
-// hold even the cut message (a *BudgetError, ErrOverBudget).
+// hold even the cut message (a *projector.BudgetError, projector.ErrOverBudget).
 func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	if s.disposed {
 		return nil, ErrDisposed
@@ -223,7 +200,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	rt := s.rt
 	if rt.cfg.Tracer != nil {
 		var end func(*Usage, error)
-		ctx, end = rt.cfg.Tracer.StartAssemble(ctx, s.info, s.turn)
+		ctx, end = rt.cfg.Tracer(ctx, s.info, s.turn)
 		defer func() {
 			if view != nil {
 				end(view.Usage, err)
@@ -241,7 +218,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	logHistory, historyItems, start := s.projectedHistory(ctx)
 
 	reanchored := false
-	reanchor := func(reason string) arrangement {
+	reanchor := func(reason ReanchorReason) arrangement {
 		s.startEpoch(reason, outs, hashes)
 		reanchored = true
 		return s.arrange(ctx, outs, hashes)
@@ -357,7 +334,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		usage.Layers[k] = lu
 	}
 	s.epoch.age++
-	view = &View{Tools: s.Tools(), Turn: s.turn, tokens: pv.Tokens, Usage: usage, updates: published}
+	view = &View{Tools: s.Tools(), Usage: usage, updates: published}
 	for b := range pv.Bands {
 		if Band(b) == BandHistory && pv.HistoryContiguous && historyItems != nil {
 			// The kept history is a suffix of the log: share it.
@@ -574,7 +551,7 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 		}
 		if st.pending == nil {
 			in.budget = s.rt.budgets[k]
-			if inst.spec().RecallMode == RecallEventual {
+			if inst.spec().eventualRecall {
 				// An eventual recall may outlive this assembly, so it
 				// gets its own deadline, detached from the assembly's
 				// cancellation: hosts commonly give each turn its own
@@ -604,7 +581,7 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 			done bool
 		)
 		switch {
-		case wait && inst.spec().RecallMode == RecallEventual:
+		case wait && inst.spec().eventualRecall:
 			// An eventual recall's deadline ignores the caller's
 			// cancellation; the wait for it does not (the recall goes
 			// on, and is collected next turn).
@@ -632,14 +609,14 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 			// No contribution for this phase. st.out keeps the last good
 			// output: a pinned layer goes on serving its pin unchanged,
 			// and a later eventual recall can serve it stale.
-			s.diagnose(inst.spec().ID, "recall", kind, err)
+			s.diagnose(inst.spec().ID, HookRecall, kind, err)
 			outs[k] = layerOutput{entries: st.out, served: ServedNone, failed: true}
 			return
 		}
-		if r.commit != nil && inst.spec().RecallMode == RecallEventual {
+		if r.commit != nil && inst.spec().eventualRecall {
 			// Its state was computed from a state other hooks may have
 			// replaced since it started: committing it could lose theirs.
-			s.diagnose(inst.spec().ID, "recall", KindError, fmt.Errorf("an eventual recall may not return state; ignored"))
+			s.diagnose(inst.spec().ID, HookRecall, KindError, fmt.Errorf("an eventual recall may not return state; ignored"))
 			r.commit = nil
 		}
 		if r.commit != nil {
@@ -653,12 +630,12 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 		}
 	}
 	for k, inst := range s.insts {
-		if s.states[k].pending != nil && inst.spec().RecallMode != RecallEventual {
+		if s.states[k].pending != nil && !inst.spec().eventualRecall {
 			collect(k, true)
 		}
 	}
 	for k, inst := range s.insts {
-		if st := &s.states[k]; st.pending != nil && inst.spec().RecallMode == RecallEventual {
+		if st := &s.states[k]; st.pending != nil && inst.spec().eventualRecall {
 			collect(k, !st.answered)
 		}
 	}
@@ -667,11 +644,8 @@ func (s *Session) recallAll(ctx context.Context) []layerOutput {
 
 // renderEntries turns a recall into counted entries within budget. Items
 // past the budget are cut from the end, with a diagnostic.
-func (s *Session) renderEntries(spec *LayerSpec, r recallOutput, budget int) ([]projector.Entry[Item], int) {
+func (s *Session) renderEntries(spec *layerConfig, r recallOutput, budget int) ([]projector.Entry[Item], int) {
 	items := r.items
-	if len(items) == 0 && r.text != "" {
-		items = []Item{DeveloperMessage(r.text)}
-	}
 	if len(items) == 0 {
 		return nil, 0
 	}
@@ -679,14 +653,14 @@ func (s *Session) renderEntries(spec *LayerSpec, r recallOutput, budget int) ([]
 	used := 0
 	for n, it := range items {
 		if err := it.Validate(); err != nil {
-			s.diagnose(spec.ID, "recall", KindError, fmt.Errorf("item %d: %w", n, err))
+			s.diagnose(spec.ID, HookRecall, KindError, fmt.Errorf("item %d: %w", n, err))
 			continue
 		}
 		e := s.rt.entry(it)
 		e.Group, e.Opens = "", false // layer output is never paired
 		if used+e.Tokens > budget {
 			cut := len(items) - n
-			s.diagnose(spec.ID, "recall", KindError, fmt.Errorf("output exceeds budget %d tokens: %d item(s) cut", budget, cut))
+			s.diagnose(spec.ID, HookRecall, KindError, fmt.Errorf("output exceeds budget %d tokens: %d item(s) cut", budget, cut))
 			return entries, cut
 		}
 		used += e.Tokens
@@ -723,16 +697,16 @@ func (s *Session) projectedHistory(ctx context.Context) ([]projector.Entry[Item]
 		if !ok {
 			continue
 		}
-		if proj.Items == nil {
-			history = history[proj.Start:]
-			items = items[proj.Start:]
+		if proj.items == nil {
+			history = history[proj.start:]
+			items = items[proj.start:]
 			if start >= 0 {
-				start += proj.Start
+				start += proj.start
 			}
 			continue
 		}
 		start = -1
-		items = proj.Items
+		items = proj.items
 		history = make([]projector.Entry[Item], len(items))
 		for n, it := range items {
 			history[n] = s.rt.entry(it)

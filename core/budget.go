@@ -8,14 +8,14 @@ import (
 	"github.com/stratamem/strata/projector"
 )
 
-// BudgetMode is the kind of a Budget.
-type BudgetMode int
+// budgetMode is the kind of a Budget.
+type budgetMode int
 
-// Budget modes. The zero value is BudgetAuto.
+// Budget modes. The zero value is budgetAuto.
 const (
-	BudgetAuto BudgetMode = iota
-	BudgetFixed
-	BudgetRange
+	budgetAuto budgetMode = iota
+	budgetFixed
+	budgetRange
 )
 
 // Budget is how many tokens a layer may render. The zero value is auto:
@@ -25,22 +25,21 @@ const (
 // finite budgets leave with the auto layers (the whole layer pool when it
 // is Unlimited). Finite amounts are whole tokens (fractions are floored)
 // and saturate at math.MaxInt.
+//
+// Build one with Fixed or Range; the zero value is auto.
 type Budget struct {
-	Mode BudgetMode
-	// Tokens is the fixed amount of a BudgetFixed.
-	Tokens float64
-	// Min and Max bound a BudgetRange.
-	Min, Max float64
+	mode budgetMode
+	// tokens is the fixed amount of a budgetFixed.
+	tokens float64
+	// min and max bound a budgetRange.
+	min, max float64
 }
 
 // Fixed is a budget of exactly n tokens.
-func Fixed(n float64) Budget { return Budget{Mode: BudgetFixed, Tokens: n} }
+func Fixed(n float64) Budget { return Budget{mode: budgetFixed, tokens: n} }
 
 // Range is a budget of at least min and at most max tokens.
-func Range(min, max float64) Budget { return Budget{Mode: BudgetRange, Min: min, Max: max} }
-
-// Auto is the default budget.
-func Auto() Budget { return Budget{} }
+func Range(min, max float64) Budget { return Budget{mode: budgetRange, min: min, max: max} }
 
 // Validate reports a NaN, negative or inverted budget with code
 // INVALID_BUDGET_INPUT.
@@ -57,35 +56,35 @@ func (b Budget) Validate() error {
 		}
 		return nil
 	}
-	switch b.Mode {
-	case BudgetAuto:
+	switch b.mode {
+	case budgetAuto:
 		return nil
-	case BudgetFixed:
-		return check("Budget.Tokens", b.Tokens)
-	case BudgetRange:
-		if err := check("Budget.Min", b.Min); err != nil {
+	case budgetFixed:
+		return check("Budget.Tokens", b.tokens)
+	case budgetRange:
+		if err := check("Budget.Min", b.min); err != nil {
 			return err
 		}
-		if err := check("Budget.Max", b.Max); err != nil {
+		if err := check("Budget.Max", b.max); err != nil {
 			return err
 		}
-		if math.IsInf(b.Min, 1) {
+		if math.IsInf(b.min, 1) {
 			return bad("Budget.Min", "cannot be infinite")
 		}
-		if b.Min > b.Max {
-			return bad("Budget.Max", fmt.Sprintf("max %v is below min %v", b.Max, b.Min))
+		if b.min > b.max {
+			return bad("Budget.Max", fmt.Sprintf("max %v is below min %v", b.max, b.min))
 		}
 		return nil
 	}
-	return bad("Budget.Mode", fmt.Sprintf("unknown mode %d", b.Mode))
+	return bad("Budget.Mode", fmt.Sprintf("unknown mode %d", b.mode))
 }
 
 func (b Budget) String() string {
-	switch b.Mode {
-	case BudgetFixed:
-		return fmt.Sprintf("fixed(%v)", b.Tokens)
-	case BudgetRange:
-		return fmt.Sprintf("range(%v..%v)", b.Min, b.Max)
+	switch b.mode {
+	case budgetFixed:
+		return fmt.Sprintf("fixed(%v)", b.tokens)
+	case budgetRange:
+		return fmt.Sprintf("range(%v..%v)", b.min, b.max)
 	}
 	return "auto"
 }
@@ -93,14 +92,14 @@ func (b Budget) String() string {
 // min and max of a budget in the allocator's terms. An infinite amount is
 // uncapped: no minimum, no maximum.
 func (b Budget) bounds() (lo, hi float64) {
-	switch b.Mode {
-	case BudgetFixed:
-		if math.IsInf(b.Tokens, 1) {
+	switch b.mode {
+	case budgetFixed:
+		if math.IsInf(b.tokens, 1) {
 			return 0, math.Inf(1)
 		}
-		return b.Tokens, b.Tokens
-	case BudgetRange:
-		return b.Min, b.Max
+		return b.tokens, b.tokens
+	case budgetRange:
+		return b.min, b.max
 	}
 	return 0, math.Inf(1)
 }
@@ -115,17 +114,17 @@ func tokensOf(v float64) int {
 	return int(v)
 }
 
-// Allocation is the allocator's answer.
-type Allocation struct {
-	// Tokens[i] is the budget of the i-th layer; projector.Unlimited when
+// allocation is the allocator's answer.
+type allocation struct {
+	// tokens[i] is the budget of the i-th layer; projector.Unlimited when
 	// uncapped (only with an unlimited pool).
-	Tokens []int
-	// Unallocated is what no layer could take (all layers capped). The
-	// pool is conserved: sum(Tokens) + Unallocated == pool.
-	Unallocated int
+	tokens []int
+	// unallocated is what no layer could take (all layers capped). The
+	// pool is conserved: sum(tokens) + unallocated == pool.
+	unallocated int
 }
 
-// Allocate splits a pool of tokens between layer budgets:
+// allocate splits a pool of tokens between layer budgets:
 //
 //  1. every layer gets its minimum (a fixed budget's amount, a range's
 //     min); the minimums must fit the pool (BUDGET_EXCEEDS_POOL);
@@ -136,24 +135,24 @@ type Allocation struct {
 //
 // The pool is conserved exactly. A pool of projector.Unlimited gives each
 // layer its max (Unlimited for auto and infinite ranges).
-func Allocate(pool int, budgets []Budget) (Allocation, error) {
+func allocate(pool int, budgets []Budget) (allocation, error) {
 	for i, b := range budgets {
 		if err := b.Validate(); err != nil {
 			err.(*ConfigError).Field = fmt.Sprintf("budgets[%d].%s", i, err.(*ConfigError).Field)
-			return Allocation{}, err
+			return allocation{}, err
 		}
 	}
 	if pool < 0 {
-		return Allocation{}, &ConfigError{Code: CodeInvalidBudgetInput, Field: "pool", Reason: fmt.Sprintf("negative (%d)", pool)}
+		return allocation{}, &ConfigError{Code: CodeInvalidBudgetInput, Field: "pool", Reason: fmt.Sprintf("negative (%d)", pool)}
 	}
-	out := Allocation{Tokens: make([]int, len(budgets))}
+	out := allocation{tokens: make([]int, len(budgets))}
 	if pool == projector.Unlimited {
 		for i, b := range budgets {
 			_, hi := b.bounds()
 			if math.IsInf(hi, 1) {
-				out.Tokens[i] = projector.Unlimited
+				out.tokens[i] = projector.Unlimited
 			} else {
-				out.Tokens[i] = tokensOf(hi)
+				out.tokens[i] = tokensOf(hi)
 			}
 		}
 		return out, nil
@@ -164,14 +163,14 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 	minSum, minSumF := 0, 0.0
 	for i, b := range budgets {
 		lo, _ := b.bounds()
-		out.Tokens[i] = tokensOf(lo)
+		out.tokens[i] = tokensOf(lo)
 		minSumF += math.Floor(lo)
 		if minSumF <= float64(pool) {
-			minSum += out.Tokens[i]
+			minSum += out.tokens[i]
 		}
 	}
 	if minSumF > float64(pool) {
-		return Allocation{}, &ConfigError{Code: CodeBudgetExceedsPool, Field: "Budget",
+		return allocation{}, &ConfigError{Code: CodeBudgetExceedsPool, Field: "Budget",
 			Reason: fmt.Sprintf("layer minimums need %v tokens, the layer pool has %d", minSumF, pool)}
 	}
 	spare := pool - minSum
@@ -182,7 +181,7 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 	totalHead := 0.0
 	for i, b := range budgets {
 		lo, hi := b.bounds()
-		if b.Mode == BudgetRange && !math.IsInf(hi, 1) && tokensOf(hi) > tokensOf(lo) {
+		if b.mode == budgetRange && !math.IsInf(hi, 1) && tokensOf(hi) > tokensOf(lo) {
 			headIdx = append(headIdx, i)
 			h := float64(tokensOf(hi) - tokensOf(lo))
 			headroom = append(headroom, h)
@@ -192,13 +191,13 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 	if totalHead > 0 {
 		if float64(spare) >= totalHead {
 			for k, i := range headIdx {
-				out.Tokens[i] += int(headroom[k])
+				out.tokens[i] += int(headroom[k])
 			}
 			spare -= int(totalHead)
 		} else {
 			shares := splitProportional(spare, headroom)
 			for k, i := range headIdx {
-				out.Tokens[i] += shares[k]
+				out.tokens[i] += shares[k]
 			}
 			spare = 0
 		}
@@ -218,11 +217,11 @@ func Allocate(pool int, budgets []Budget) (Allocation, error) {
 		}
 		shares := splitProportional(spare, weights)
 		for k, i := range open {
-			out.Tokens[i] += shares[k]
+			out.tokens[i] += shares[k]
 		}
 		spare = 0
 	}
-	out.Unallocated = spare
+	out.unallocated = spare
 	return out, nil
 }
 

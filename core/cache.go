@@ -5,40 +5,21 @@ import "fmt"
 // CacheConfig tunes prompt-cache anchoring. The zero value is anchoring on
 // with the defaults below.
 type CacheConfig struct {
-	// Disabled turns anchoring off (the spec's enabled: false): every layer
-	// renders before history in one band, nothing is pinned, and the view
-	// asks for no cache breakpoints.
+	// Disabled turns anchoring off: every layer renders before history in
+	// one band, nothing is pinned, and the view asks for no cache
+	// breakpoints.
 	Disabled bool
 	// MaxEpochAssemblies re-anchors an epoch after this many assemblies.
 	// Zero means 100.
 	MaxEpochAssemblies int
-	// AutoDemoteChurn moves an auto layer to the live band at an epoch
-	// boundary when its churn is at or above it. Zero means 0.4.
-	AutoDemoteChurn float64
-	// AutoPromoteChurn moves an auto layer back to the anchor band when its
-	// churn is at or below it. Zero means 0.1.
-	AutoPromoteChurn float64
-	// MaxUpdateShare re-anchors when the context updates grow past this
-	// share of what they are weighed against: for inline updates (cached
-	// once written, so they only cost context space) all the updates of
-	// the epoch against the anchors and history they sit in; for trailing
-	// updates (re-sent every turn) this turn's message against the anchor
-	// band. Zero means 0.5.
-	MaxUpdateShare float64
-	// MinUpdateTokens is a floor under the update-pressure threshold, so a
-	// small anchor band is not re-anchored for every short update. Zero
-	// means 256.
-	MinUpdateTokens int
-	// MinChurnSamples is how many assemblies an auto layer must have been
-	// observed before its churn moves it. Zero means 4.
-	MinChurnSamples int
 	// TrailingUpdates restates every drifted anchor in one message after
-	// the live band on every turn, as the reference design does. By
-	// default (false) an update is published once, at the end of history
-	// before the live band, and stays in the conversation there for the
-	// rest of the epoch: written to the cache once and read from it after,
-	// instead of re-billed every turn. A retraction then stands as long as
-	// its pin does without being repeated.
+	// the live band on every turn, so the model always finds the latest
+	// drift in one place, next to the live band. By default (false) an
+	// update is published once, at the end of history before the live
+	// band, and stays in the conversation there for the rest of the epoch:
+	// written to the cache once and read from it after, instead of
+	// re-billed every turn. A retraction then stands as long as its pin
+	// does without being repeated.
 	TrailingUpdates bool
 	// HistoryStep is the share of the token budget by which history is
 	// cut when it overflows (Policy.TruncateStep), so the history front
@@ -48,9 +29,33 @@ type CacheConfig struct {
 	// The step never drops the newest message that fits (see
 	// projector.Policy.TruncateStep).
 	HistoryStep float64
-	// BlindAfter marks the provider blind after this many consecutive
+
+	// The thresholds of the anchoring heuristics. Hosts get the defaults
+	// (zero means the default); the tests set them to pin a behaviour.
+
+	// autoDemoteChurn moves an auto layer to the live band at an epoch
+	// boundary when its churn is at or above it. Zero means 0.4.
+	autoDemoteChurn float64
+	// autoPromoteChurn moves an auto layer back to the anchor band when its
+	// churn is at or below it. Zero means 0.1.
+	autoPromoteChurn float64
+	// maxUpdateShare re-anchors when the context updates grow past this
+	// share of what they are weighed against: for inline updates (cached
+	// once written, so they only cost context space) all the updates of
+	// the epoch against the anchors and history they sit in; for trailing
+	// updates (re-sent every turn) this turn's message against the anchor
+	// band. Zero means 0.5.
+	maxUpdateShare float64
+	// minUpdateTokens is a floor under the update-pressure threshold, so a
+	// small anchor band is not re-anchored for every short update. Zero
+	// means 256.
+	minUpdateTokens int
+	// churnSamples is how many assemblies an auto layer must have been
+	// observed before its churn moves it. Zero means 4.
+	churnSamples int
+	// blindReports marks the provider blind after this many consecutive
 	// reports without cache figures, or first-round misses. Zero means 3.
-	BlindAfter int
+	blindReports int
 }
 
 func (c CacheConfig) validate() error {
@@ -60,43 +65,43 @@ func (c CacheConfig) validate() error {
 	if c.MaxEpochAssemblies < 0 {
 		return bad("MaxEpochAssemblies", fmt.Sprintf("negative (%d)", c.MaxEpochAssemblies))
 	}
-	if c.MaxUpdateShare < 0 || c.MaxUpdateShare != c.MaxUpdateShare {
-		return bad("MaxUpdateShare", fmt.Sprintf("must be positive, got %v", c.MaxUpdateShare))
+	if c.maxUpdateShare < 0 || c.maxUpdateShare != c.maxUpdateShare {
+		return bad("MaxUpdateShare", fmt.Sprintf("must be positive, got %v", c.maxUpdateShare))
 	}
 	if c.HistoryStep >= 1 || c.HistoryStep != c.HistoryStep {
 		return bad("HistoryStep", fmt.Sprintf("must be below 1, got %v", c.HistoryStep))
 	}
-	if c.MinUpdateTokens < 0 {
-		return bad("MinUpdateTokens", fmt.Sprintf("negative (%d)", c.MinUpdateTokens))
+	if c.minUpdateTokens < 0 {
+		return bad("MinUpdateTokens", fmt.Sprintf("negative (%d)", c.minUpdateTokens))
 	}
-	if c.MinChurnSamples < 0 {
-		return bad("MinChurnSamples", fmt.Sprintf("negative (%d)", c.MinChurnSamples))
+	if c.churnSamples < 0 {
+		return bad("MinChurnSamples", fmt.Sprintf("negative (%d)", c.churnSamples))
 	}
-	if c.BlindAfter < 0 {
-		return bad("BlindAfter", fmt.Sprintf("negative (%d)", c.BlindAfter))
+	if c.blindReports < 0 {
+		return bad("BlindAfter", fmt.Sprintf("negative (%d)", c.blindReports))
 	}
 	d, p := c.demote(), c.promote()
 	if !(d > 0 && d <= 1) {
-		return bad("AutoDemoteChurn", fmt.Sprintf("must be in (0,1], got %v", c.AutoDemoteChurn))
+		return bad("AutoDemoteChurn", fmt.Sprintf("must be in (0,1], got %v", c.autoDemoteChurn))
 	}
 	if !(p >= 0 && p < d) {
-		return bad("AutoPromoteChurn", fmt.Sprintf("must be in [0, AutoDemoteChurn), got %v", c.AutoPromoteChurn))
+		return bad("AutoPromoteChurn", fmt.Sprintf("must be in [0, AutoDemoteChurn), got %v", c.autoPromoteChurn))
 	}
 	return nil
 }
 
 func (c CacheConfig) demote() float64 {
-	if c.AutoDemoteChurn == 0 {
+	if c.autoDemoteChurn == 0 {
 		return 0.4
 	}
-	return c.AutoDemoteChurn
+	return c.autoDemoteChurn
 }
 
 func (c CacheConfig) promote() float64 {
-	if c.AutoPromoteChurn == 0 {
+	if c.autoPromoteChurn == 0 {
 		return 0.1
 	}
-	return c.AutoPromoteChurn
+	return c.autoPromoteChurn
 }
 
 func (c CacheConfig) maxAssemblies() int {
@@ -107,10 +112,10 @@ func (c CacheConfig) maxAssemblies() int {
 }
 
 func (c CacheConfig) updateShare() float64 {
-	if c.MaxUpdateShare == 0 {
+	if c.maxUpdateShare == 0 {
 		return 0.5
 	}
-	return c.MaxUpdateShare
+	return c.maxUpdateShare
 }
 
 func (c CacheConfig) historyStep() float64 {
@@ -121,15 +126,15 @@ func (c CacheConfig) historyStep() float64 {
 }
 
 func (c CacheConfig) blindAfter() int {
-	if c.BlindAfter == 0 {
+	if c.blindReports == 0 {
 		return 3
 	}
-	return c.BlindAfter
+	return c.blindReports
 }
 
 // pressureLimit is the update size past which the epoch re-anchors.
 func (c CacheConfig) pressureLimit(anchorTokens int) float64 {
-	floor := c.MinUpdateTokens
+	floor := c.minUpdateTokens
 	if floor == 0 {
 		floor = 256
 	}
@@ -137,8 +142,8 @@ func (c CacheConfig) pressureLimit(anchorTokens int) float64 {
 }
 
 func (c CacheConfig) minChurnSamples() int {
-	if c.MinChurnSamples == 0 {
+	if c.churnSamples == 0 {
 		return 4
 	}
-	return c.MinChurnSamples
+	return c.churnSamples
 }

@@ -8,11 +8,12 @@
 // within its band), a scope (execution, thread, resource, global), a token
 // budget, a placement (anchor, live, tail or auto) and hooks. The runtime
 // holds layers through the erased AnyLayer interface. Hooks run on their
-// own goroutine under a timeout (Timeouts, DefaultTimeouts); a non-init
+// own goroutine under a timeout (Timeouts, by Hook); a non-init
 // hook that errors, panics or times out becomes a Diagnostic (logged with
 // log/slog and listed in the usage report) and the run goes on without that
-// layer's contribution for that phase. An init failure aborts Start unless
-// the layer says OnInitError: InitErrorDisable.
+// layer's contribution for that phase (Diagnostic.Hook names the hook).
+// An init failure aborts Start unless the layer says OnInitError:
+// InitErrorDisable.
 //
 // State returned by a hook is committed at once; for the durable scopes it
 // is persisted through a storage.Store under key "state" with a
@@ -33,7 +34,7 @@
 // store (the memory layers' vector collection) returns a *WriteError for
 // a record the store refused, and declares WritesRecords so that a write
 // hook that times out, is cancelled or panics counts as unconfirmed too.
-// Append, Record, Complete and CallFunction then return an error matching
+// Append, Record, Complete and ExecuteTool then return an error matching
 // ErrNotStored (errors.As gives the *WriteError naming layer and item)
 // instead of nil: a nil error means every layer holds what it keeps of the
 // items. The items stay in the run's log and the layers retry what they
@@ -76,27 +77,34 @@
 //
 // # Tool calls and steering
 //
+// The model sees one kind of tool. A host tool (Config.Tools, a Tool;
+// package layers/toolcalls builds them from typed Go functions, with the
+// state they share) and a function a layer provides (Layer.Functions,
+// named "layerID/fn") are described by the same ToolSpec, share one name
+// space with the layers' declared calls (Layer.CallNames) and are listed
+// together, sorted, by Session.Tools and View.Tools. Session.ExecuteTool
+// routes every call by its name.
+//
 // A tool's output is answered only once its state writes are stored. A
 // write that loses the compare-and-swap to another run re-runs the tool on
-// the stored state (up to ToolConflictRetries times), so a tool's Execute
+// the stored state (up to three times), so a tool's Execute
 // must be safe to re-run; otherwise the output tells the model the change
-// was not applied (or not saved) and ExecuteTool returns a
-// *ToolStateError matching ErrNotStored.
+// was not applied (or not saved) and ExecuteTool returns a *WriteError
+// (naming the state and the tool) matching ErrNotStored.
 //
 // The model's calls are recorded before anyone is asked about them, so
 // nothing that Record triggers may give a call its effect. The order per
 // call is: Record (the call is logged), BeforeToolCall (every layer, in
-// slot order; the first Deny wins), then ExecuteTool for an allowed call,
+// slot order; the first denial wins), then ExecuteTool for an allowed call,
 // and Append of its output (or of the denial). Hence:
 //
 //   - BeforeToolCall fails closed: a hook that errors, panics or times out
 //     denies the call with a reason saying it could not be checked, and a
-//     diagnostic, unless the layer says OnToolCallError:
-//     ToolCallErrorAllow;
-//   - ExecuteTool and CallFunction refuse a call this session denied
-//     (ErrCallDenied);
-//   - a layer's declared calls (Layer.CallNames, the spec's function-call
-//     state) are applied by its Store hook when ExecuteTool routes them,
+//     diagnostic, unless the layer says FailOpen;
+//   - ExecuteTool refuses a call this session denied (ErrCallDenied);
+//   - a layer's declared calls (Layer.CallNames: plain call names its
+//     Store hook applies, with no tool offered) are applied when
+//     ExecuteTool routes them,
 //     whenever some layer can deny calls; with no such layer, Record
 //     applies them as it logs them;
 //   - a layer that tracks a call's effect (a file a read tool read) acts
@@ -131,16 +139,18 @@
 //	<update layer="plan" action="replace">...</update>
 //	</context_updates>
 //
-// with action replace (fresh output differs from the pin; a RenderDelta
+// with action (an UpdateAction, also LayerUsage.Update) replace (fresh
+// output differs from the pin; a RenderDelta
 // hook may describe the change compactly, and a delta that is empty, fails,
 // panics or times out falls back to the full new output), add (the layer
 // had nothing when the epoch pinned it) or retract (it has nothing now; an
 // inline retraction stands as long as its pin does, a trailing one is
-// repeated every turn). Updates are listed in slot order. A layer whose recall returns new state is never pinned: it
-// renders live from then on, and if it was pinned the epoch re-anchors.
+// repeated every turn). Updates are listed in slot order. A layer whose
+// recall returns new state is never pinned: it renders live from then on,
+// and if it was pinned the epoch re-anchors.
 //
 // An epoch re-anchors (fresh pins, no updates) only when the cache is lost
-// or must be; EpochUsage.ReanchorReason names why:
+// or must be; EpochUsage.ReanchorReason (a ReanchorReason) names why:
 //
 //	initial              the run's first assembly
 //	cache-miss           the provider reported a first-round miss (ReportCache)
@@ -149,20 +159,21 @@
 //	                     longer than the cache lifetime), so the one write the
 //	                     request costs anyway also refreshes the pins
 //	max-age              CacheConfig.MaxEpochAssemblies assemblies (default 100)
-//	update-pressure      updates > max(MinUpdateTokens (256), MaxUpdateShare (0.5) x anchor tokens)
+//	update-pressure      updates > max(256, 0.5 x anchor tokens)
 //	updates-over-budget  the updates did not fit the token budget (never dropped)
 //	band-change          a pinned layer returned state and must go live
+//	history-cut          the history front moved past a published update
 //
 // The first report after a re-anchor is not read as a miss (that request
 // writes the new prefix). A provider that sends no cache figures, or misses
-// BlindAfter (3) first rounds in a row, is marked blind and no longer
-// consulted; age and update pressure still bound the epoch.
+// 3 first rounds in a row, is marked blind and no longer consulted; age
+// and update pressure still bound the epoch.
 //
 // Auto layers start anchored and change band only at an epoch boundary, by
 // observed churn (the share of assemblies in which their output changed,
-// over the whole run, after MinChurnSamples (4) assemblies): at or above
-// AutoDemoteChurn (0.4) they go live, at or below AutoPromoteChurn (0.1)
-// they return to the anchor band, in between they keep their band.
+// over the whole run, after 4 assemblies): at or above 0.4 they go live,
+// at or below 0.1 they return to the anchor band, in between they keep
+// their band.
 //
 // CacheConfig{Disabled: true} is the single band of older frameworks: every
 // layer renders fresh before history, nothing is pinned, and the view asks
@@ -180,7 +191,7 @@
 // # Budgets and projection
 //
 // The layer pool (Config.LayerPool, default half of what the Policy leaves
-// after the system prompt) is split by Allocate: fixed budgets and range
+// after the system prompt) is split by the budgets: fixed budgets and range
 // minimums first, range maximums next, the rest evenly to auto layers; the
 // pool is conserved exactly; +Inf amounts (Fixed(+Inf), Range(min, +Inf))
 // are uncapped and split with the auto layers. An explicit finite
@@ -198,17 +209,33 @@
 // not fit it is cut, its head and tail kept around a marker saying how
 // many tokens were cut (the log keeps it whole), reported as
 // Usage.UserMessageCut and a KindOverBudget diagnostic; when not even the
-// marker fits, Assemble fails with a *BudgetError (ErrOverBudget) naming
-// the sizes.
+// marker fits, Assemble fails with a *projector.BudgetError
+// (projector.ErrOverBudget) naming the sizes.
 //
 // # Usage report
 //
-// Every assembly returns a Usage (also Session.LastUsage): per layer its
-// band, whether it was served fresh, pinned or stale, tokens, budget,
+// Every assembly returns a Usage (View.Usage, also Session.LastUsage):
+// the turn, the token count of the view (Total) and of each band
+// (BandTokens); per layer its band, whether it was served fresh, pinned or stale, tokens, budget,
 // churn rate and rebill tokens (what its changes would have cost, each
 // change re-billing the prefix behind it, had it not been pinned); per
 // epoch its id, age, anchor and update tokens and re-anchor reason; and
-// the diagnostics since the previous assembly. Config.Tracer emits it as
-// OpenTelemetry attributes (package telemetry); Config.RecordAssemblies
-// keeps each thread's last view for memctl inspect.
+// the diagnostics since the previous assembly. Config.Tracer sees it
+// (telemetry.Tracer.StartAssemble emits it as OpenTelemetry attributes); Config.RecordAssemblies
+// keeps each thread's last view in the store, which package core/inspect
+// reads back (memctl inspect).
+//
+// # Options
+//
+// Every option's zero value is its default, and an option is turned off
+// one way, by its kind: an optional component is off when nil (Policy,
+// Tracer, Logger), a numeric limit is lifted by a negative value
+// (LayerPool, CacheConfig.HistoryStep), and a behaviour that is on by
+// default has a bool that says so (CacheConfig.Disabled).
+//
+// # Token counts
+//
+// The runtime counts with Config.Tokenizer, tokens.Estimate when nil:
+// importing core links no BPE tables. For exact counts of the OpenAI
+// encodings use package tokens/tiktoken (tiktoken.ForModel).
 package core

@@ -12,39 +12,49 @@ import (
 	"github.com/stratamem/strata/projector"
 )
 
-// Re-anchor reasons, as reported in EpochUsage.ReanchorReason.
+// ReanchorReason says why an epoch started (EpochUsage.ReanchorReason).
+type ReanchorReason string
+
+// Re-anchor reasons.
 const (
 	// ReasonInitial: the run's first assembly.
-	ReasonInitial = "initial"
+	ReasonInitial ReanchorReason = "initial"
 	// ReasonCacheMiss: the provider reported a miss on the first round of
 	// a call; the cache is already lost.
-	ReasonCacheMiss = "cache-miss"
+	ReasonCacheMiss ReanchorReason = "cache-miss"
 	// ReasonCacheExpired: the host said the cache is lost before the
 	// request was sent (Session.ExpectColdCache), e.g. after an idle time
 	// longer than the provider's cache lifetime.
-	ReasonCacheExpired = "cache-expired"
+	ReasonCacheExpired ReanchorReason = "cache-expired"
 	// ReasonMaxAge: the epoch reached CacheConfig.MaxEpochAssemblies.
-	ReasonMaxAge = "max-age"
-	// ReasonUpdatePressure: the context updates outgrew
-	// CacheConfig.MaxUpdateShare of the anchor band.
-	ReasonUpdatePressure = "update-pressure"
+	ReasonMaxAge ReanchorReason = "max-age"
+	// ReasonUpdatePressure: the context updates outgrew half of what they
+	// are weighed against (and 256 tokens).
+	ReasonUpdatePressure ReanchorReason = "update-pressure"
 	// ReasonUpdatesOverBudget: the context updates did not fit the token
 	// budget; re-anchoring folds them into fresh pins instead of dropping
 	// them.
-	ReasonUpdatesOverBudget = "updates-over-budget"
+	ReasonUpdatesOverBudget ReanchorReason = "updates-over-budget"
 	// ReasonBandChange: a pinned layer must change band (its recall
 	// returned state, so it can no longer be pinned).
-	ReasonBandChange = "band-change"
+	ReasonBandChange ReanchorReason = "band-change"
 	// ReasonHistoryCut: the history front moved past a published update;
 	// the history cache is lost with it, and an update is never dropped.
-	ReasonHistoryCut = "history-cut"
+	ReasonHistoryCut ReanchorReason = "history-cut"
 )
 
-// Update actions of a context update.
+// UpdateAction is what a context update does to a pinned layer's block
+// (LayerUsage.Update, the action attribute of an <update> element).
+type UpdateAction string
+
+// Update actions.
 const (
-	ActionReplace = "replace"
-	ActionAdd     = "add"
-	ActionRetract = "retract"
+	// ActionReplace: the layer's fresh output differs from its pin.
+	ActionReplace UpdateAction = "replace"
+	// ActionAdd: the layer had nothing when the epoch pinned it.
+	ActionAdd UpdateAction = "add"
+	// ActionRetract: the layer has nothing now.
+	ActionRetract UpdateAction = "retract"
 )
 
 // retractText is what a retraction says.
@@ -56,7 +66,7 @@ type epoch struct {
 	n       int
 	id      string
 	age     int // assemblies served by this epoch so far
-	reason  string
+	reason  ReanchorReason
 	band    []Band                    // per layer, for this epoch
 	pins    [][]projector.Entry[Item] // per anchored layer
 	pinHash []uint64
@@ -136,7 +146,7 @@ type cacheFeedback struct {
 // ReportCache feeds the provider's cache figures of the last model call
 // back to the runtime. A first-round miss re-anchors the next assembly
 // (the cache is lost anyway, so fresh pins cost nothing). A provider that
-// reports no figures BlindAfter times in a row, or misses that many first
+// reports no figures three times in a row, or misses that many first
 // rounds in a row, is marked blind and no longer consulted; epoch age and
 // update pressure still bound the epoch.
 func (s *Session) ReportCache(r CacheReport) {
@@ -206,7 +216,7 @@ type arrangement struct {
 	// anchorOf and liveOf give the layer of each anchor and live entry,
 	// to attribute what the projection leaves out.
 	anchorOf, liveOf []int
-	actions          []string // per layer: update action or ""
+	actions          []UpdateAction // per layer: update action or ""
 	served           []Served
 	updateTokens     int
 }
@@ -289,7 +299,7 @@ func (s *Session) observe(outs []layerOutput) []uint64 {
 
 // reanchorReason says whether this assembly must start a new epoch before
 // rendering.
-func (s *Session) reanchorReason(outs []layerOutput) string {
+func (s *Session) reanchorReason(outs []layerOutput) ReanchorReason {
 	ep := &s.epoch
 	switch {
 	case !ep.started:
@@ -341,7 +351,7 @@ func (s *Session) bandFor(k int) Band {
 }
 
 // startEpoch pins this assembly's fresh output of every anchored layer.
-func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64) {
+func (s *Session) startEpoch(reason ReanchorReason, outs []layerOutput, hashes []uint64) {
 	ep := &s.epoch
 	n := 0
 	if ep.started {
@@ -377,7 +387,7 @@ func (s *Session) startEpoch(reason string, outs []layerOutput, hashes []uint64)
 // arrange bands the layer output of one assembly: pinned anchors, live
 // layers and the context updates for drifted anchors.
 func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint64) arrangement {
-	a := arrangement{actions: make([]string, len(s.insts)), served: make([]Served, len(s.insts))}
+	a := arrangement{actions: make([]UpdateAction, len(s.insts)), served: make([]Served, len(s.insts))}
 	inline := !s.rt.cfg.Cache.TrailingUpdates
 	if s.rt.cfg.Cache.Disabled {
 		for k := range outs {
@@ -418,7 +428,8 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 			continue
 		}
 		fresh := outs[k].entries
-		var action, text string
+		var action UpdateAction
+		var text string
 		if inline {
 			// Publish what changed since the layer's last publication
 			// (or its pin), once: the message stays in the conversation.
@@ -547,7 +558,7 @@ func (s *Session) delta(ctx context.Context, k int, pin, fresh []projector.Entry
 	}
 	text, kind, err := s.insts[k].renderDelta(ctx, itemsOf(pin), itemsOf(fresh))
 	if err != nil {
-		s.diagnose(s.insts[k].spec().ID, "renderDelta", kind, err)
+		s.diagnose(s.insts[k].spec().ID, HookRenderDelta, kind, err)
 	}
 	if err != nil || text == "" {
 		text = joinText(fresh)
@@ -581,7 +592,7 @@ type EpochUsage struct {
 	// Updates counts the update messages kept in the conversation.
 	Updates int
 	// ReanchorReason says why the epoch started.
-	ReanchorReason string
+	ReanchorReason ReanchorReason
 	// Reanchored is true when this assembly started the epoch.
 	Reanchored bool
 	// Blind is true once the provider's cache figures are ignored.
@@ -613,10 +624,10 @@ func (v *View) computeBreakpoints() {
 
 // prefixHash is sha256 over the canonical bytes of the system items and
 // the tool schemas: it changes exactly when the stable prefix does.
-func prefixHash(system []projector.Entry[Item], tools []FunctionSpec) string {
+func prefixHash(system []projector.Entry[Item], tools []ToolSpec) string {
 	doc := struct {
-		System []Item         `json:"system"`
-		Tools  []FunctionSpec `json:"tools"`
+		System []Item     `json:"system"`
+		Tools  []ToolSpec `json:"tools"`
 	}{System: itemsOf(system), Tools: tools}
 	raw, err := marshalNoEscape(doc)
 	if err != nil {

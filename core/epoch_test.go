@@ -167,7 +167,7 @@ func TestByteStabilityWithinEpoch(t *testing.T) {
 		scriptedLayer("a", 100, core.PlacementAnchor, a),
 		scriptedLayer("b", 200, core.PlacementAuto, b),
 		scriptedLayer("clock", 80, core.PlacementLive, &scripted{"t"}),
-	}, Cache: core.CacheConfig{MaxEpochAssemblies: 1000, MinUpdateTokens: 1 << 20}})
+	}, Cache: core.Tuned(core.CacheConfig{MaxEpochAssemblies: 1000}, core.Tuning{MinUpdateTokens: 1 << 20})})
 	var prev *core.View
 	var prevReq string
 	for i := 0; i < 50; i++ {
@@ -271,7 +271,7 @@ func TestReanchorReasons(t *testing.T) {
 	t.Run("update-pressure", func(t *testing.T) {
 		src := &scripted{strings.Repeat("pinned ", 20)}
 		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
-			Cache: core.CacheConfig{MaxUpdateShare: 0.5, MinUpdateTokens: 10}})
+			Cache: core.Tuned(core.CacheConfig{}, core.Tuning{MaxUpdateShare: 0.5, MinUpdateTokens: 10})})
 		turn(t, s, "q0")
 		src.out = strings.Repeat("changed ", 40)
 		v := turn(t, s, "q1")
@@ -282,32 +282,32 @@ func TestReanchorReasons(t *testing.T) {
 	t.Run("updates-over-budget", func(t *testing.T) {
 		src := &scripted{"small"}
 		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
-			Policy: &core.Policy{TokenBudget: 120}, LayerPool: 100, Cache: core.CacheConfig{MinUpdateTokens: 1 << 20}})
+			Policy: &core.Policy{TokenBudget: 120}, LayerPool: 100, Cache: core.Tuned(core.CacheConfig{}, core.Tuning{MinUpdateTokens: 1 << 20})})
 		turn(t, s, "q0")
 		src.out = strings.Repeat("word ", 60) // fits as a layer, not as pin + update
 		v := turn(t, s, "q1")
 		if r := v.Usage.Epoch.ReanchorReason; (r != core.ReasonUpdatesOverBudget && r != core.ReasonHistoryCut) || !strings.Contains(v.Band(core.BandAnchor)[0].Text(), "word") {
 			t.Fatalf("epoch = %+v", v.Usage.Epoch)
 		}
-		if v.Tokens() > 120 {
-			t.Fatalf("view over budget: %d", v.Tokens())
+		if v.Usage.Total > 120 {
+			t.Fatalf("view over budget: %d", v.Usage.Total)
 		}
 	})
 	t.Run("updates-over-budget-trailing", func(t *testing.T) {
 		src := &scripted{"small"}
 		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
-			Policy: &core.Policy{TokenBudget: 120}, LayerPool: 100, Cache: core.CacheConfig{MinUpdateTokens: 1 << 20, TrailingUpdates: true}})
+			Policy: &core.Policy{TokenBudget: 120}, LayerPool: 100, Cache: core.Tuned(core.CacheConfig{TrailingUpdates: true}, core.Tuning{MinUpdateTokens: 1 << 20})})
 		turn(t, s, "q0")
 		src.out = strings.Repeat("word ", 60)
 		v := turn(t, s, "q1")
-		if v.Usage.Epoch.ReanchorReason != core.ReasonUpdatesOverBudget || v.Tokens() > 120 {
-			t.Fatalf("epoch = %+v tokens %d", v.Usage.Epoch, v.Tokens())
+		if v.Usage.Epoch.ReanchorReason != core.ReasonUpdatesOverBudget || v.Usage.Total > 120 {
+			t.Fatalf("epoch = %+v tokens %d", v.Usage.Epoch, v.Usage.Total)
 		}
 	})
 	t.Run("history-cut", func(t *testing.T) {
 		src := &scripted{"v0"}
 		s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
-			Policy: &core.Policy{TokenBudget: 400}, LayerPool: 50, Cache: core.CacheConfig{MinUpdateTokens: 1 << 20, MaxEpochAssemblies: 1000}})
+			Policy: &core.Policy{TokenBudget: 400}, LayerPool: 50, Cache: core.Tuned(core.CacheConfig{MaxEpochAssemblies: 1000}, core.Tuning{MinUpdateTokens: 1 << 20})})
 		turn(t, s, "q0")
 		src.out = "v1"
 		if v := turn(t, s, "q1"); v.Usage.Epoch.Updates != 1 {
@@ -335,7 +335,7 @@ func TestReanchorReasons(t *testing.T) {
 		stateful := false
 		layer := core.Layer[int]{ID: "s", Slot: 1, Scope: core.ScopeExecution, Placement: core.PlacementAnchor,
 			Hooks: core.Hooks[int]{Recall: func(_ context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
-				r := core.Recall[int]{Text: "queue"}
+				r, _ := core.Text[int]("queue")
 				if stateful {
 					next := p.State + 1
 					r.State = &next
@@ -393,7 +393,7 @@ func TestRenderDeltaAndFallbacks(t *testing.T) {
 	files := &scripted{"## a.go\nold a\n## b.go\nold b"}
 	mode := "delta"
 	layer := core.Layer[int]{ID: "fs", Slot: 350, Scope: core.ScopeExecution, Placement: core.PlacementAnchor,
-		Timeouts: core.Timeouts{RenderDelta: 20 * time.Millisecond},
+		Timeouts: core.Timeouts{core.HookRenderDelta: 20 * time.Millisecond},
 		Hooks: core.Hooks[int]{
 			Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) {
 				return core.Text[int](files.out)
@@ -439,7 +439,7 @@ func TestRenderDeltaAndFallbacks(t *testing.T) {
 func TestAutoPlacementHysteresis(t *testing.T) {
 	src := &scripted{"v0"}
 	s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("auto", 100, core.PlacementAuto, src)},
-		Cache: core.CacheConfig{MaxEpochAssemblies: 10, AutoDemoteChurn: 0.6, AutoPromoteChurn: 0.2, MinUpdateTokens: 1 << 20}})
+		Cache: core.Tuned(core.CacheConfig{MaxEpochAssemblies: 10}, core.Tuning{AutoDemoteChurn: 0.6, AutoPromoteChurn: 0.2, MinUpdateTokens: 1 << 20})})
 	bandAt := map[int]core.Band{}
 	for i := 0; i < 80; i++ {
 		switch {
@@ -522,7 +522,7 @@ func FuzzChurn(f *testing.F) {
 		}
 		rt, err := core.NewRuntime(core.Config{Layers: layers, System: []core.Item{core.SystemMessage("sys")},
 			Policy: &core.Policy{TokenBudget: int(budget)}, LayerPool: int(budget) / 3,
-			Cache: core.CacheConfig{MaxEpochAssemblies: 1 + rng.IntN(20), MinUpdateTokens: rng.IntN(64)}})
+			Cache: core.Tuned(core.CacheConfig{MaxEpochAssemblies: 1 + rng.IntN(20)}, core.Tuning{MinUpdateTokens: rng.IntN(64)})})
 		if err != nil {
 			return
 		}
@@ -538,8 +538,8 @@ func FuzzChurn(f *testing.F) {
 				}
 			}
 			v := turn(t, s, strings.Repeat("u", rng.IntN(30)))
-			if v.Tokens() > int(budget) {
-				t.Fatalf("view %d tokens over budget %d", v.Tokens(), budget)
+			if v.Usage.Total > int(budget) {
+				t.Fatalf("view %d tokens over budget %d", v.Usage.Total, budget)
 			}
 			ep := v.Usage.Epoch
 			anchor := bandBytes(t, v, core.BandSystem, core.BandAnchor)

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrorCode is a stable code of a configuration error.
@@ -21,10 +22,8 @@ const (
 	CodeDuplicateFunction  ErrorCode = "DUPLICATE_FUNCTION"
 )
 
-// ErrConfig is matched by every *ConfigError with errors.Is.
-var ErrConfig = errors.New("core: invalid configuration")
-
-// ConfigError reports invalid configuration, naming the field.
+// ConfigError reports invalid configuration, naming the field. Match it
+// with errors.As.
 type ConfigError struct {
 	Code ErrorCode
 	// Layer is the id of the layer at fault, if any.
@@ -42,9 +41,6 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("core: %s: %s: %s", e.Code, where, e.Reason)
 }
 
-// Unwrap lets errors.Is(err, ErrConfig) match.
-func (e *ConfigError) Unwrap() error { return ErrConfig }
-
 // ErrDisposed is returned by calls on a session after Complete or Close.
 var ErrDisposed = errors.New("core: session is disposed")
 
@@ -61,7 +57,7 @@ var ErrCallDenied = errors.New("core: call denied")
 // diagnostics.
 type HookError struct {
 	Layer string
-	Hook  string
+	Hook  Hook
 	Kind  DiagnosticKind
 	Err   error
 }
@@ -82,16 +78,29 @@ func (e *HookError) Unwrap() error { return e.Err }
 // call means everything is stored by then.
 var ErrNotStored = errors.New("core: write not confirmed by the store")
 
-// WriteError is what a layer's hook returns for a record its store did not
-// confirm. The runtime hands it to the caller of Append, Record or
-// Complete (inside a *HookError naming the layer and hook) instead of only
-// diagnosing it: acknowledged means stored.
+// WriteError reports a write its store did not confirm. A layer's hook
+// returns one for a record its store refused; the runtime hands it to the
+// caller of Append, Record or Complete (inside a *HookError naming the
+// layer and hook) instead of only diagnosing it: acknowledged means
+// stored. Session.ExecuteTool returns one for a tool whose change to its
+// state was not stored: the write lost a compare-and-swap
+// (errors.Is(err, storage.ErrConflict)) on every attempt, or failed
+// otherwise; the call's output then tells the model the change was not
+// applied.
 type WriteError struct {
-	// Layer is the layer whose write failed.
+	// Layer is the layer whose write failed: for a tool, the state.
 	Layer string
-	// Item names what was not stored: a record id, an item id or a short
-	// description ("episode of run r1").
+	// Item names what was not stored: a record id, an item id, a short
+	// description ("episode of run r1"), or the name of the tool whose
+	// state write failed.
 	Item string
+	// Attempts counts a tool's runs, 1 plus the conflict retries; zero
+	// for a layer's write.
+	Attempts int
+	// Applied lists the states of a tool's last attempt that were stored
+	// before the failure (a tool that writes several durable states is
+	// not atomic across them); empty when nothing changed.
+	Applied []string
 	// Err is the store's error; for a hook that timed out, the context's.
 	Err error
 }
@@ -103,6 +112,12 @@ func (e *WriteError) Error() string {
 	}
 	if e.Item != "" {
 		s += ": " + e.Item
+	}
+	if e.Attempts > 0 {
+		s += fmt.Sprintf(" after %d attempt(s)", e.Attempts)
+	}
+	if len(e.Applied) > 0 {
+		s += fmt.Sprintf(" (stored: %s)", strings.Join(e.Applied, ", "))
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
@@ -118,14 +133,11 @@ func (e *WriteError) Unwrap() []error {
 	return []error{ErrNotStored, e.Err}
 }
 
-// ErrThreadBound is matched by every *ThreadBoundError.
-var ErrThreadBound = errors.New("core: thread belongs to another resource")
-
 // ThreadBoundError refuses a run on a thread that belongs to another
 // resource. A thread id is bound to the resource of the first run that
 // used it (or to none, when that run had no ResourceID); a run naming it
 // with another resource, or without one, would otherwise read or write
-// memory that is not its own.
+// memory that is not its own. Match it with errors.As.
 type ThreadBoundError struct {
 	Thread string
 	// Bound is the resource the thread belongs to ("" for none).
@@ -144,6 +156,3 @@ func (e *ThreadBoundError) Error() string {
 	return fmt.Sprintf("core: thread %q belongs to %s, not %s: use a thread id of its own for each resource",
 		e.Thread, name(e.Bound), name(e.Requested))
 }
-
-// Unwrap lets errors.Is(err, ErrThreadBound) match.
-func (e *ThreadBoundError) Unwrap() error { return ErrThreadBound }

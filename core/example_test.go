@@ -24,7 +24,7 @@ func ExampleRuntime_quickStart() {
 	_ = sess.Append(ctx, core.UserMessage("Hello!"))
 	view, _ := sess.Assemble(ctx)                      // send view.Items() and view.Tools to your model
 	_ = sess.Record(ctx, core.AssistantMessage("Hi!")) // what the model answered
-	fmt.Println(view.Len(), view.Tokens())
+	fmt.Println(view.Len(), view.Usage.Total)
 	_ = sess.Complete(ctx, "ok")
 	// Output: 3 20
 }

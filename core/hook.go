@@ -28,11 +28,33 @@ const (
 	KindOverBudget DiagnosticKind = "over-budget"
 )
 
+// Hook names a layer hook (Hooks): the hook a Diagnostic or a HookError
+// is about. Besides the hooks' names it holds the runtime's own steps
+// ("assemble", "record", "set" for SetState and tool writes, "execute"
+// for a host tool) and the name of a provided function ("layer/fn").
+type Hook string
+
+// The layer hooks, as named in diagnostics.
+const (
+	HookInit           Hook = "init"
+	HookRecall         Hook = "recall"
+	HookRenderDelta    Hook = "renderDelta"
+	HookProjectHistory Hook = "projectHistory"
+	HookOnItemAppend   Hook = "onItemAppend"
+	HookBeforeToolCall Hook = "beforeToolCall"
+	HookAfterModelCall Hook = "afterModelCall"
+	HookStore          Hook = "store"
+	HookOnSpawn        Hook = "onSpawn"
+	HookOnReturn       Hook = "onReturn"
+	HookOnComplete     Hook = "onComplete"
+	HookDispose        Hook = "dispose"
+)
+
 // Diagnostic records a hook that did not contribute. The run went on
 // without that layer's contribution for that phase.
 type Diagnostic struct {
 	Layer   string
-	Hook    string
+	Hook    Hook
 	Kind    DiagnosticKind
 	Message string
 	// Turn is the assembly count when it happened.
@@ -165,12 +187,12 @@ func callHook[R any](ctx context.Context, timeout time.Duration, fn func(context
 }
 
 // diagnose records a failed hook on the session and logs it.
-func (s *Session) diagnose(layer, hook string, kind DiagnosticKind, err error) {
+func (s *Session) diagnose(layer string, hook Hook, kind DiagnosticKind, err error) {
 	d := Diagnostic{Layer: layer, Hook: hook, Kind: kind, Message: err.Error(), Turn: s.turn}
 	s.mu.Lock()
 	s.diagnostics = append(s.diagnostics, d)
 	s.mu.Unlock()
 	s.rt.logger.LogAttrs(context.Background(), slog.LevelWarn, "strata: hook failed",
-		slog.String("layer", layer), slog.String("hook", hook), slog.String("kind", string(kind)),
+		slog.String("layer", layer), slog.String("hook", string(hook)), slog.String("kind", string(kind)),
 		slog.String("run", s.info.RunID), slog.String("error", err.Error()))
 }

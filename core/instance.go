@@ -12,60 +12,49 @@ import (
 // AnyLayer is the type-erased layer the runtime holds. *Layer[S] and
 // Layer[S] implement it; build layers with those.
 type AnyLayer interface {
-	// Spec returns the layer's configuration without its hooks.
+	// Spec returns the layer's identity and placement, with the defaults
+	// applied (an empty Scope reads ScopeThread).
 	Spec() LayerSpec
+	config() layerConfig
 	newInstance(s *Session) instance
 }
 
-// LayerSpec is a layer's configuration, independent of its state type.
+// LayerSpec is what a host sees of a layer whatever its state type: its
+// identity and where its output goes.
 type LayerSpec struct {
-	ID          string
-	Name        string
-	Slot        Slot
-	Scope       Scope
-	Budget      Budget
-	Placement   Placement
-	Timeouts    Timeouts
-	OnInitError InitErrorPolicy
-	// OnToolCallError is the layer's ToolCallErrorPolicy.
-	OnToolCallError ToolCallErrorPolicy
-	RecallMode      RecallMode
-	// Functions are the names of provided functions, without the layer id.
-	Functions []FunctionSpec
-	// Hooks lists the hooks the layer implements, e.g. "recall".
-	Hooks []string
-	// CallNames are the plain function-call names its Store hook applies.
-	CallNames []string
-	// WritesRecords is Layer.WritesRecords.
-	WritesRecords bool
+	ID        string
+	Name      string
+	Slot      Slot
+	Scope     Scope
+	Budget    Budget
+	Placement Placement
 }
 
-// FunctionSpec describes a provided function to the model.
-type FunctionSpec struct {
-	// Name is "layerID/fnName" in Session.Tools, "fnName" in LayerSpec.
-	Name        string
-	Description string
-	// Parameters is the JSON schema of the arguments.
-	Parameters json.RawMessage
+// layerConfig is the rest of a layer's configuration the runtime needs
+// without knowing the state type.
+type layerConfig struct {
+	LayerSpec
+	timeouts       Timeouts
+	onInitError    InitErrorPolicy
+	failOpen       bool
+	eventualRecall bool
+	// functions are the provided functions, named without the layer id.
+	functions []ToolSpec
+	// callNames are the plain function-call names its Store hook applies.
+	callNames     []string
+	writesRecords bool
 }
 
 // Function is a function a layer provides to the model. Calls to
-// "layerID/Name" are routed to Call with the layer's current state.
+// "layerID/Spec.Name" are routed to Call with the layer's current state.
+//
+// Spec is the same ToolSpec a host tool has (Tool.Spec): the model cannot
+// tell them apart, and both are listed by Session.Tools. Its Name is the
+// function's name without the layer id; a nil Parameters means an object
+// with any properties (NewFunction derives it from a Go type).
 type Function[S any] struct {
-	Name        string
-	Description string
-	// Parameters is the JSON schema of the arguments object; nil means an
-	// object with any properties. NewFunction derives it from a Go type.
-	Parameters json.RawMessage
-	Call       func(ctx context.Context, p FunctionParams[S]) (FunctionResult[S], error)
-}
-
-// FunctionParams is passed to a provided function.
-type FunctionParams[S any] struct {
-	Run       RunInfo
-	State     S
-	Call      Item
-	Arguments string
+	Spec ToolSpec
+	Call func(ctx context.Context, p CallParams[S]) (FunctionResult[S], error)
 }
 
 // FunctionResult is a provided function's answer.
@@ -89,18 +78,18 @@ func NewFunction[S, A any](name, description string, fn func(ctx context.Context
 		resolved, _ = schema.Resolve(nil)
 	}
 	return Function[S]{
-		Name: name, Description: description, Parameters: raw,
-		Call: func(ctx context.Context, p FunctionParams[S]) (FunctionResult[S], error) {
+		Spec: ToolSpec{Name: name, Description: description, Parameters: raw},
+		Call: func(ctx context.Context, p CallParams[S]) (FunctionResult[S], error) {
 			if resolved != nil {
 				var instance any
-				if err := json.Unmarshal([]byte(orEmptyObject(p.Arguments)), &instance); err != nil {
+				if err := json.Unmarshal([]byte(orEmptyObject(p.Call.Arguments)), &instance); err != nil {
 					return FunctionResult[S]{}, &ArgumentError{Function: name, Err: err}
 				}
 				if err := resolved.Validate(instance); err != nil {
 					return FunctionResult[S]{}, &ArgumentError{Function: name, Err: err}
 				}
 			}
-			args, err := DecodeArguments[A](p.Arguments)
+			args, err := DecodeArguments[A](p.Call.Arguments)
 			if err != nil {
 				return FunctionResult[S]{}, &ArgumentError{Function: name, Err: err}
 			}
@@ -132,62 +121,51 @@ func (e *ArgumentError) Unwrap() error { return e.Err }
 
 // Spec implements AnyLayer.
 func (l Layer[S]) Spec() LayerSpec {
-	spec := LayerSpec{
-		ID: l.ID, Name: l.Name, Slot: l.Slot, Scope: l.Scope, Budget: l.Budget,
-		Placement: l.Placement, Timeouts: l.Timeouts, OnInitError: l.OnInitError, RecallMode: l.RecallMode,
-		OnToolCallError: l.OnToolCallError,
-		CallNames:       append([]string(nil), l.CallNames...),
-		WritesRecords:   l.WritesRecords,
-	}
+	spec := LayerSpec{ID: l.ID, Name: l.Name, Slot: l.Slot, Scope: l.Scope, Budget: l.Budget, Placement: l.Placement}
 	if spec.Scope == "" {
 		spec.Scope = ScopeThread
-	}
-	for _, f := range l.Functions {
-		spec.Functions = append(spec.Functions, FunctionSpec{Name: f.Name, Description: f.Description, Parameters: f.Parameters})
-	}
-	h := l.Hooks
-	for _, named := range []struct {
-		name string
-		set  bool
-	}{
-		{"init", h.Init != nil}, {"recall", h.Recall != nil}, {"renderDelta", h.RenderDelta != nil},
-		{"projectHistory", h.ProjectHistory != nil}, {"onItemAppend", h.OnItemAppend != nil},
-		{"beforeToolCall", h.BeforeToolCall != nil}, {"afterModelCall", h.AfterModelCall != nil},
-		{"store", h.Store != nil}, {"onSpawn", h.OnSpawn != nil}, {"onReturn", h.OnReturn != nil},
-		{"onComplete", h.OnComplete != nil}, {"dispose", h.Dispose != nil},
-	} {
-		if named.set {
-			spec.Hooks = append(spec.Hooks, named.name)
-		}
 	}
 	return spec
 }
 
+func (l Layer[S]) config() layerConfig {
+	c := layerConfig{
+		LayerSpec: l.Spec(), timeouts: l.Timeouts, onInitError: l.OnInitError, eventualRecall: l.EventualRecall,
+		failOpen:      l.FailOpen,
+		callNames:     append([]string(nil), l.CallNames...),
+		writesRecords: l.WritesRecords,
+	}
+	for _, f := range l.Functions {
+		c.functions = append(c.functions, f.Spec)
+	}
+	return c
+}
+
 func (l Layer[S]) newInstance(s *Session) instance {
-	return &layerInstance[S]{layer: l, sp: l.Spec(), sess: s}
+	return &layerInstance[S]{layer: l, sp: l.config(), sess: s}
 }
 
 // instance is one layer bound to one session: the erased view the session
 // drives.
 type instance interface {
-	spec() *LayerSpec
+	spec() *layerConfig
 	init(ctx context.Context, stored json.RawMessage, sd seed) error
 	hasRecall() bool
 	recallTimeout() time.Duration
 	startRecall(hctx context.Context, cancel context.CancelFunc, p recallInput) *pendingHook[recallOutput]
 	renderDelta(ctx context.Context, prev, next []Item) (string, DiagnosticKind, error)
-	projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (HistoryProjection, bool, error)
+	projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (historyProjection, bool, error)
 	hasProjectHistory() bool
 	onItemAppend(ctx context.Context, item Item, index int, call *Item, allowed bool) error
 	hasBeforeToolCall() bool
-	beforeToolCall(ctx context.Context, call Item) (Verdict, string, string, error)
+	beforeToolCall(ctx context.Context, call Item) (deny bool, reason, args string, err error)
 	afterModelCall(ctx context.Context, newItems []Item) error
 	store(ctx context.Context, newItems, history []Item) error
 	storeCall(ctx context.Context, call Item, history []Item) error
 	onSpawn(ctx context.Context, child RunInfo) (any, bool, error)
 	onReturn(ctx context.Context, child RunInfo, childInst instance, result []Item) error
 	onComplete(ctx context.Context, log []Item, outcome string) error
-	dispose(ctx context.Context) error
+	dispose(ctx context.Context, outcome string) error
 	callFunction(ctx context.Context, name string, call Item) (string, error)
 	stateValue() any
 	setStateValue(ctx context.Context, v any) error
@@ -204,22 +182,19 @@ type recallInput struct {
 // recallOutput is a recall's answer in erased form.
 type recallOutput struct {
 	items []Item
-	text  string
 	// commit applies new state returned by the recall; nil when none.
 	commit func(context.Context) error
 }
 
-// HistoryProjection is the answer of a ProjectHistory hook.
-type HistoryProjection struct {
-	// Start drops History[:Start]; the runtime keeps its token counts.
-	Start int
-	// Items, when not nil, replace the history instead (counted anew).
-	Items []Item
+// historyProjection is the answer of a ProjectHistory hook.
+type historyProjection struct {
+	start int
+	items []Item
 }
 
 type layerInstance[S any] struct {
 	layer   Layer[S]
-	sp      LayerSpec
+	sp      layerConfig
 	sess    *Session
 	state   S
 	storage *layerStorage

@@ -10,20 +10,20 @@ import (
 	"github.com/stratamem/strata/storage"
 )
 
-func (i *layerInstance[S]) spec() *LayerSpec { return &i.sp }
+func (i *layerInstance[S]) spec() *layerConfig { return &i.sp }
 
 func (i *layerInstance[S]) run() RunInfo { return i.sess.info }
 
 // timeout picks the layer's limit for a hook, else the runtime's, else the
 // package default.
-func (i *layerInstance[S]) timeout(pick func(Timeouts) time.Duration) time.Duration {
-	if d := pick(i.sp.Timeouts); d > 0 {
+func (i *layerInstance[S]) timeout(h Hook) time.Duration {
+	if d := i.sp.timeouts[h]; d > 0 {
 		return d
 	}
-	if d := pick(i.sess.rt.cfg.Timeouts); d > 0 {
+	if d := i.sess.rt.cfg.Timeouts[h]; d > 0 {
 		return d
 	}
-	return pick(DefaultTimeouts)
+	return defaultTimeouts[h]
 }
 
 func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, sd seed) error {
@@ -35,7 +35,7 @@ func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, sd 
 	if i.layer.Hooks.Init == nil {
 		if len(stored) > 0 {
 			if err := json.Unmarshal(stored, &i.state); err != nil {
-				return &HookError{Layer: i.sp.ID, Hook: "init", Kind: KindError, Err: fmt.Errorf("decode stored state: %w", err)}
+				return &HookError{Layer: i.sp.ID, Hook: HookInit, Kind: KindError, Err: fmt.Errorf("decode stored state: %w", err)}
 			}
 		}
 		return nil
@@ -47,14 +47,14 @@ func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, sd 
 	// The hook's handle dies when the runtime stops waiting for it: a
 	// hook that outlives its timeout must not write for a layer the run
 	// may have disabled, nor race the run's own writes.
-	hctx, cancel := context.WithTimeout(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Init }))
+	hctx, cancel := context.WithTimeout(ctx, i.timeout(HookInit))
 	st := newInitStorage(inner, hctx)
 	p := InitParams{Run: i.run(), Storage: st, Stored: stored, ClaimedThread: i.sess.claimed}
 	s, kind, err := startHookIn(hctx, cancel,
 		func(ctx context.Context) (S, error) { return i.layer.Hooks.Init(ctx, p) }).wait()
 	st.revoke() // wait cancelled hctx
 	if err != nil {
-		return &HookError{Layer: i.sp.ID, Hook: "init", Kind: kind, Err: err}
+		return &HookError{Layer: i.sp.ID, Hook: HookInit, Kind: kind, Err: err}
 	}
 	i.state = s
 	return nil
@@ -72,7 +72,7 @@ func (i *layerInstance[S]) init(ctx context.Context, stored json.RawMessage, sd 
 // run works from what another run wrote instead of conflicting on every
 // later save. Nothing is lost silently: the error reports the dropped
 // change.
-func (i *layerInstance[S]) commit(ctx context.Context, hook string, next *S) error {
+func (i *layerInstance[S]) commit(ctx context.Context, hook Hook, next *S) error {
 	if next == nil {
 		return nil
 	}
@@ -112,7 +112,7 @@ func (i *layerInstance[S]) commit(ctx context.Context, hook string, next *S) err
 // guard runs a state-returning hook and commits its state, or records a
 // diagnostic when it failed. It returns persistence errors: the state's,
 // and the hook's own unconfirmed writes (see unconfirmed).
-func guard[S any](ctx context.Context, i *layerInstance[S], hook string, timeout time.Duration, fn func(context.Context) (*S, error)) error {
+func guard[S any](ctx context.Context, i *layerInstance[S], hook Hook, timeout time.Duration, fn func(context.Context) (*S, error)) error {
 	next, kind, err := callHook(ctx, timeout, fn)
 	if err != nil {
 		i.sess.diagnose(i.sp.ID, hook, kind, err)
@@ -127,7 +127,7 @@ func guard[S any](ctx context.Context, i *layerInstance[S], hook string, timeout
 // layer that writes records and did not answer in time may have left a
 // write half done, so its outcome is unknown and it is reported as not
 // stored. Either way the caller must not take the items as acknowledged.
-func (i *layerInstance[S]) unconfirmed(hook string, kind DiagnosticKind, err error) error {
+func (i *layerInstance[S]) unconfirmed(hook Hook, kind DiagnosticKind, err error) error {
 	var we *WriteError
 	switch {
 	case errors.As(err, &we):
@@ -135,8 +135,8 @@ func (i *layerInstance[S]) unconfirmed(hook string, kind DiagnosticKind, err err
 			we.Layer = i.sp.ID
 		}
 	case errors.Is(err, ErrNotStored):
-	case i.sp.WritesRecords && (kind == KindTimeout || kind == KindCanceled || kind == KindPanic):
-		err = &WriteError{Layer: i.sp.ID, Item: "the writes of hook " + hook + " (outcome unknown)", Err: err}
+	case i.sp.writesRecords && (kind == KindTimeout || kind == KindCanceled || kind == KindPanic):
+		err = &WriteError{Layer: i.sp.ID, Item: "the writes of hook " + string(hook) + " (outcome unknown)", Err: err}
 	default:
 		return nil
 	}
@@ -146,7 +146,7 @@ func (i *layerInstance[S]) unconfirmed(hook string, kind DiagnosticKind, err err
 func (i *layerInstance[S]) hasRecall() bool { return i.layer.Hooks.Recall != nil }
 
 func (i *layerInstance[S]) recallTimeout() time.Duration {
-	return i.timeout(func(t Timeouts) time.Duration { return t.Recall })
+	return i.timeout(HookRecall)
 }
 
 func (i *layerInstance[S]) startRecall(hctx context.Context, cancel context.CancelFunc, in recallInput) *pendingHook[recallOutput] {
@@ -157,12 +157,12 @@ func (i *layerInstance[S]) startRecall(hctx context.Context, cancel context.Canc
 			if err != nil {
 				return recallOutput{}, err
 			}
-			out := recallOutput{items: r.Items, text: r.Text}
+			out := recallOutput{items: r.Items}
 			if r.State != nil {
 				// Committed by the session on its own goroutine, and only
 				// if the recall answered in time.
 				st := *r.State
-				out.commit = func(ctx context.Context) error { return i.commit(ctx, "recall", &st) }
+				out.commit = func(ctx context.Context) error { return i.commit(ctx, HookRecall, &st) }
 			}
 			return out, nil
 		})
@@ -177,7 +177,7 @@ func (i *layerInstance[S]) renderDelta(ctx context.Context, prev, next []Item) (
 		text string
 		ok   bool
 	}
-	d, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.RenderDelta }),
+	d, kind, err := callHook(ctx, i.timeout(HookRenderDelta),
 		func(ctx context.Context) (delta, error) {
 			text, ok, err := i.layer.Hooks.RenderDelta(ctx, p)
 			return delta{text, ok}, err
@@ -193,17 +193,20 @@ func (i *layerInstance[S]) renderDelta(ctx context.Context, prev, next []Item) (
 
 func (i *layerInstance[S]) hasProjectHistory() bool { return i.layer.Hooks.ProjectHistory != nil }
 
-func (i *layerInstance[S]) projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (HistoryProjection, bool, error) {
+func (i *layerInstance[S]) projectHistory(ctx context.Context, history []Item, tokensOf func(int) int, turn int) (historyProjection, bool, error) {
 	p := ProjectHistoryParams[S]{State: i.state, History: history, TokensOf: tokensOf, Turn: turn}
-	proj, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.ProjectHistory }),
-		func(ctx context.Context) (HistoryProjection, error) { return i.layer.Hooks.ProjectHistory(ctx, p) })
+	proj, kind, err := callHook(ctx, i.timeout(HookProjectHistory),
+		func(ctx context.Context) (historyProjection, error) {
+			start, items, err := i.layer.Hooks.ProjectHistory(ctx, p)
+			return historyProjection{start, items}, err
+		})
 	if err != nil {
-		i.sess.diagnose(i.sp.ID, "projectHistory", kind, err)
-		return HistoryProjection{}, false, nil
+		i.sess.diagnose(i.sp.ID, HookProjectHistory, kind, err)
+		return historyProjection{}, false, nil
 	}
-	if proj.Items == nil && (proj.Start < 0 || proj.Start > len(history)) {
-		i.sess.diagnose(i.sp.ID, "projectHistory", KindError, fmt.Errorf("start %d outside history of %d items", proj.Start, len(history)))
-		return HistoryProjection{}, false, nil
+	if proj.items == nil && (proj.start < 0 || proj.start > len(history)) {
+		i.sess.diagnose(i.sp.ID, HookProjectHistory, KindError, fmt.Errorf("start %d outside history of %d items", proj.start, len(history)))
+		return historyProjection{}, false, nil
 	}
 	return proj, true, nil
 }
@@ -213,46 +216,46 @@ func (i *layerInstance[S]) onItemAppend(ctx context.Context, item Item, index in
 		return nil
 	}
 	p := ItemAppendParams[S]{Run: i.run(), State: i.state, Item: item, Index: index, Call: call, CallAllowed: allowed}
-	return guard(ctx, i, "onItemAppend", i.timeout(func(t Timeouts) time.Duration { return t.OnItemAppend }),
+	return guard(ctx, i, HookOnItemAppend, i.timeout(HookOnItemAppend),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.OnItemAppend(ctx, p) })
 }
 
 func (i *layerInstance[S]) hasBeforeToolCall() bool { return i.layer.Hooks.BeforeToolCall != nil }
 
 // beforeToolCall asks the layer about a call. A hook that errors, panics,
-// times out or is cancelled denies the call (fail closed: a Deny rule
+// times out or is cancelled denies the call (fail closed: a deny rule
 // whose check is slow must not let the call run), unless the layer says
-// ToolCallErrorAllow; either way the failure is a diagnostic. A returned
+// FailOpen; either way the failure is a diagnostic. A returned
 // error is a failure to persist the decision's state; the verdict comes
 // with it.
-func (i *layerInstance[S]) beforeToolCall(ctx context.Context, call Item) (Verdict, string, string, error) {
+func (i *layerInstance[S]) beforeToolCall(ctx context.Context, call Item) (bool, string, string, error) {
 	if i.layer.Hooks.BeforeToolCall == nil {
-		return Allow, "", "", nil
+		return false, "", "", nil
 	}
-	p := ToolCallParams[S]{Run: i.run(), State: i.state, Call: call}
-	d, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.BeforeToolCall }),
+	p := CallParams[S]{Run: i.run(), State: i.state, Call: call}
+	d, kind, err := callHook(ctx, i.timeout(HookBeforeToolCall),
 		func(ctx context.Context) (ToolDecision[S], error) { return i.layer.Hooks.BeforeToolCall(ctx, p) })
 	if err != nil {
-		i.sess.diagnose(i.sp.ID, "beforeToolCall", kind, err)
-		if i.sp.OnToolCallError == ToolCallErrorAllow {
-			return Allow, "", "", nil
+		i.sess.diagnose(i.sp.ID, HookBeforeToolCall, kind, err)
+		if i.sp.failOpen {
+			return false, "", "", nil
 		}
 		// The reason goes to the model: the kind, not the error's text,
 		// which is for the diagnostics.
-		return Deny, fmt.Sprintf("the call could not be checked (the check failed: %s), so it is refused", kind), "", nil
+		return true, fmt.Sprintf("the call could not be checked (the check failed: %s), so it is refused", kind), "", nil
 	}
-	if err := i.commit(ctx, "beforeToolCall", d.State); err != nil {
-		return d.Verdict, d.Reason, d.Arguments, err
+	if err := i.commit(ctx, HookBeforeToolCall, d.State); err != nil {
+		return d.Deny, d.Reason, d.Arguments, err
 	}
-	return d.Verdict, d.Reason, d.Arguments, nil
+	return d.Deny, d.Reason, d.Arguments, nil
 }
 
 func (i *layerInstance[S]) afterModelCall(ctx context.Context, newItems []Item) error {
 	if i.layer.Hooks.AfterModelCall == nil {
 		return nil
 	}
-	p := ModelCallParams[S]{Run: i.run(), State: i.state, NewItems: newItems}
-	return guard(ctx, i, "afterModelCall", i.timeout(func(t Timeouts) time.Duration { return t.AfterModelCall }),
+	p := StoreParams[S]{Run: i.run(), State: i.state, NewItems: newItems, History: i.sess.items}
+	return guard(ctx, i, HookAfterModelCall, i.timeout(HookAfterModelCall),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.AfterModelCall(ctx, p) })
 }
 
@@ -261,7 +264,7 @@ func (i *layerInstance[S]) store(ctx context.Context, newItems, history []Item) 
 		return nil
 	}
 	p := StoreParams[S]{Run: i.run(), State: i.state, NewItems: newItems, History: history}
-	return guard(ctx, i, "store", i.timeout(func(t Timeouts) time.Duration { return t.Store }),
+	return guard(ctx, i, HookStore, i.timeout(HookStore),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
 }
 
@@ -274,13 +277,13 @@ func (i *layerInstance[S]) storeCall(ctx context.Context, call Item, history []I
 		return nil
 	}
 	p := StoreParams[S]{Run: i.run(), State: i.state, NewItems: []Item{call}, History: history}
-	next, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Store }),
+	next, kind, err := callHook(ctx, i.timeout(HookStore),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
 	if err != nil {
-		i.sess.diagnose(i.sp.ID, "store", kind, err)
-		return &HookError{Layer: i.sp.ID, Hook: "store", Kind: kind, Err: err}
+		i.sess.diagnose(i.sp.ID, HookStore, kind, err)
+		return &HookError{Layer: i.sp.ID, Hook: HookStore, Kind: kind, Err: err}
 	}
-	return i.commit(ctx, "store", next)
+	return i.commit(ctx, HookStore, next)
 }
 
 // onSpawn runs the parent's hook; ok is false when it gave the child no
@@ -289,33 +292,30 @@ func (i *layerInstance[S]) onSpawn(ctx context.Context, child RunInfo) (any, boo
 	if i.layer.Hooks.OnSpawn == nil {
 		return nil, false, nil
 	}
-	p := SpawnParams[S]{Parent: i.run(), Child: child, State: i.state}
-	r, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.OnSpawn }),
-		func(ctx context.Context) (SpawnResult[S], error) { return i.layer.Hooks.OnSpawn(ctx, p) })
+	p := ChildParams[S]{Parent: i.run(), Child: child, State: i.state}
+	seed, kind, err := callHook(ctx, i.timeout(HookOnSpawn),
+		func(ctx context.Context) (*S, error) { return i.layer.Hooks.OnSpawn(ctx, p) })
 	if err != nil {
-		i.sess.diagnose(i.sp.ID, "onSpawn", kind, err)
+		i.sess.diagnose(i.sp.ID, HookOnSpawn, kind, err)
 		return nil, false, nil
 	}
-	if err := i.commit(ctx, "onSpawn", r.State); err != nil {
-		return nil, false, err
-	}
-	if r.ChildState == nil {
+	if seed == nil {
 		return nil, false, nil
 	}
-	return *r.ChildState, true, nil
+	return *seed, true, nil
 }
 
 func (i *layerInstance[S]) onReturn(ctx context.Context, child RunInfo, childInst instance, result []Item) error {
 	if i.layer.Hooks.OnReturn == nil {
 		return nil
 	}
-	p := ReturnParams[S]{Parent: i.run(), Child: child, State: i.state, Result: result}
+	p := ChildParams[S]{Parent: i.run(), Child: child, State: i.state, Result: result}
 	if childInst != nil {
 		if cs, ok := childInst.stateValue().(S); ok {
 			p.ChildState = &cs
 		}
 	}
-	return guard(ctx, i, "onReturn", i.timeout(func(t Timeouts) time.Duration { return t.OnReturn }),
+	return guard(ctx, i, HookOnReturn, i.timeout(HookOnReturn),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.OnReturn(ctx, p) })
 }
 
@@ -324,19 +324,19 @@ func (i *layerInstance[S]) onComplete(ctx context.Context, log []Item, outcome s
 		return nil
 	}
 	p := CompleteParams[S]{Run: i.run(), State: i.state, Log: log, Outcome: outcome}
-	return guard(ctx, i, "onComplete", i.timeout(func(t Timeouts) time.Duration { return t.OnComplete }),
+	return guard(ctx, i, HookOnComplete, i.timeout(HookOnComplete),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.OnComplete(ctx, p) })
 }
 
-func (i *layerInstance[S]) dispose(ctx context.Context) error {
+func (i *layerInstance[S]) dispose(ctx context.Context, outcome string) error {
 	if i.layer.Hooks.Dispose == nil {
 		return nil
 	}
-	p := DisposeParams[S]{Run: i.run(), State: i.state}
-	_, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Dispose }),
+	p := CompleteParams[S]{Run: i.run(), State: i.state, Log: i.sess.items, Outcome: outcome}
+	_, kind, err := callHook(ctx, i.timeout(HookDispose),
 		func(ctx context.Context) (struct{}, error) { return struct{}{}, i.layer.Hooks.Dispose(ctx, p) })
 	if err != nil {
-		i.sess.diagnose(i.sp.ID, "dispose", kind, err)
+		i.sess.diagnose(i.sp.ID, HookDispose, kind, err)
 	}
 	return nil
 }
@@ -344,7 +344,7 @@ func (i *layerInstance[S]) dispose(ctx context.Context) error {
 func (i *layerInstance[S]) callFunction(ctx context.Context, name string, call Item) (string, error) {
 	var fn *Function[S]
 	for k := range i.layer.Functions {
-		if i.layer.Functions[k].Name == name {
+		if i.layer.Functions[k].Spec.Name == name {
 			fn = &i.layer.Functions[k]
 			break
 		}
@@ -352,18 +352,18 @@ func (i *layerInstance[S]) callFunction(ctx context.Context, name string, call I
 	if fn == nil || fn.Call == nil {
 		return "", fmt.Errorf("%w: %s/%s", ErrUnknownFunction, i.sp.ID, name)
 	}
-	p := FunctionParams[S]{Run: i.run(), State: i.state, Call: call, Arguments: call.Arguments}
-	r, kind, err := callHook(ctx, i.timeout(func(t Timeouts) time.Duration { return t.Store }),
+	p := CallParams[S]{Run: i.run(), State: i.state, Call: call}
+	r, kind, err := callHook(ctx, i.timeout(HookStore),
 		func(ctx context.Context) (FunctionResult[S], error) { return fn.Call(ctx, p) })
 	if err != nil {
 		var argErr *ArgumentError
 		if errors.As(err, &argErr) {
 			kind = KindRejected
 		}
-		i.sess.diagnose(i.sp.ID, i.sp.ID+"/"+name, kind, err)
-		return "", &HookError{Layer: i.sp.ID, Hook: name, Kind: kind, Err: err}
+		i.sess.diagnose(i.sp.ID, Hook(i.sp.ID+"/"+name), kind, err)
+		return "", &HookError{Layer: i.sp.ID, Hook: Hook(name), Kind: kind, Err: err}
 	}
-	if err := i.commit(ctx, name, r.State); err != nil {
+	if err := i.commit(ctx, Hook(name), r.State); err != nil {
 		return "", err
 	}
 	return r.Output, nil

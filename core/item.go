@@ -143,42 +143,6 @@ func (it Item) Validate() error {
 	return nil
 }
 
-// FindFunctionCall returns the parsed arguments of the first function call
-// named name in items, or ok=false when there is none or its arguments do
-// not parse as a JSON object. It is the spec's findFunctionCall, used by
-// store hooks that let the model write state through a function call.
-func FindFunctionCall(items []Item, name string) (args map[string]any, ok bool) {
-	for _, it := range items {
-		if it.Type != TypeFunctionCall || it.Name != name {
-			continue
-		}
-		raw := it.Arguments
-		if raw == "" {
-			raw = "{}"
-		}
-		if err := json.Unmarshal([]byte(raw), &args); err != nil || args == nil {
-			return nil, false
-		}
-		return args, true
-	}
-	return nil, false
-}
-
-// DecodeFunctionCall finds the first function call named name in items and
-// decodes its arguments into a T, rejecting unknown fields. found reports
-// whether a call was there; err says why its arguments were rejected, in
-// words fit to send back to the model.
-func DecodeFunctionCall[T any](items []Item, name string) (call Item, args T, found bool, err error) {
-	for _, it := range items {
-		if it.Type != TypeFunctionCall || it.Name != name {
-			continue
-		}
-		args, err = DecodeArguments[T](it.Arguments)
-		return it, args, true, err
-	}
-	return Item{}, args, false, nil
-}
-
 // DecodeArguments decodes JSON function-call arguments into a T, rejecting
 // unknown fields and trailing data.
 func DecodeArguments[T any](raw string) (T, error) {

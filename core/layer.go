@@ -8,8 +8,9 @@ import (
 	"github.com/stratamem/strata/tokens"
 )
 
-// Slot orders layers within their band: lower first. The constants are the
-// spec's guidelines; any int works for a custom layer.
+// Slot orders layers within their band: lower first. The constants are
+// the built-in layers' defaults, spaced so that a custom layer fits
+// between any two; any int works.
 type Slot = int
 
 // Built-in slots.
@@ -19,7 +20,6 @@ const (
 	SlotScratchpad     Slot = 100
 	SlotEntity         Slot = 150
 	SlotObservations   Slot = 200
-	SlotProcedural     Slot = 250
 	SlotEpisodic       Slot = 300
 	SlotRAG            Slot = 350
 	SlotSemanticRecall Slot = 400
@@ -59,65 +59,32 @@ const (
 // InitErrorPolicy says what an init failure does.
 type InitErrorPolicy string
 
-// Init failure policies. The zero value is InitErrorThrow.
+// Init failure policies. The zero value is InitErrorAbort.
 const (
-	// InitErrorThrow aborts the run: context is load-bearing.
-	InitErrorThrow InitErrorPolicy = ""
+	// InitErrorAbort aborts the run: context is load-bearing.
+	InitErrorAbort InitErrorPolicy = ""
 	// InitErrorDisable logs a diagnostic and runs without the layer.
 	InitErrorDisable InitErrorPolicy = "disable"
 )
 
-// ToolCallErrorPolicy says what a BeforeToolCall hook that fails does to
-// the call it was asked about.
-type ToolCallErrorPolicy string
+// Timeouts are per-hook limits, by hook. A hook with no (or a zero) limit
+// takes the runtime's (Config.Timeouts), and one without a limit there the
+// default: init 10 s, recall 5 s, renderDelta 1 s, projectHistory 1 s,
+// onItemAppend 2 s, beforeToolCall 2 s, afterModelCall 5 s, store 10 s,
+// onSpawn 5 s, onReturn 5 s, onComplete 30 s, dispose 5 s. HookStore also
+// limits each call of the layer's provided functions.
+//
+//	core.Timeouts{core.HookInit: 30 * time.Second}
+//
+// The runtime only reads it: a layer and its copies may share one.
+type Timeouts map[Hook]time.Duration
 
-// Tool-call check failure policies. The zero value is ToolCallErrorDeny.
-const (
-	// ToolCallErrorDeny denies the call (fail closed): a check that
-	// cannot answer must not let through what it exists to stop.
-	ToolCallErrorDeny ToolCallErrorPolicy = ""
-	// ToolCallErrorAllow lets the call go on to the next layer (fail
-	// open), for a layer whose check is advisory. The failure is still a
-	// diagnostic.
-	ToolCallErrorAllow ToolCallErrorPolicy = "allow"
-)
-
-// RecallMode says whether the turn waits for a layer's recall.
-type RecallMode string
-
-// Recall modes. The zero value is RecallAtomic.
-const (
-	// RecallAtomic: the turn waits for the recall (up to its timeout).
-	RecallAtomic RecallMode = ""
-	// RecallEventual: when the recall has not finished by the time every
-	// atomic layer has, the layer's previous output is served and the late
-	// result is used from the next assembly on (its first recall is waited
-	// for: there is nothing older to serve, unless the caller's context
-	// ends first). For slow retrieval. The recall's context carries the
-	// values of the Assemble context but not its cancellation, so a host's
-	// per-turn context does not cancel it; its own timeout still applies:
-	// a recall still running past it is reported as timed out at the next
-	// assembly (a diagnostic, nothing served for that turn) and called
-	// again the turn after. An eventual recall may not return state (it
-	// would be applied late, over state other hooks committed meanwhile):
-	// such state is ignored with a diagnostic.
-	RecallEventual RecallMode = "eventual"
-)
-
-// Timeouts are per-hook limits. A zero field takes the runtime's default.
-// Store also limits each call of the layer's provided functions.
-type Timeouts struct {
-	Init, Recall, RenderDelta, ProjectHistory, OnItemAppend time.Duration
-	BeforeToolCall, AfterModelCall, Store                   time.Duration
-	OnSpawn, OnReturn, OnComplete, Dispose                  time.Duration
-}
-
-// DefaultTimeouts are used for hooks whose layer and runtime set none.
-var DefaultTimeouts = Timeouts{
-	Init: 10 * time.Second, Recall: 5 * time.Second, RenderDelta: time.Second,
-	ProjectHistory: time.Second, OnItemAppend: 2 * time.Second,
-	BeforeToolCall: 2 * time.Second, AfterModelCall: 5 * time.Second, Store: 10 * time.Second,
-	OnSpawn: 5 * time.Second, OnReturn: 5 * time.Second, OnComplete: 30 * time.Second, Dispose: 5 * time.Second,
+// defaultTimeouts are used for hooks whose layer and runtime set none.
+var defaultTimeouts = Timeouts{
+	HookInit: 10 * time.Second, HookRecall: 5 * time.Second, HookRenderDelta: time.Second,
+	HookProjectHistory: time.Second, HookOnItemAppend: 2 * time.Second,
+	HookBeforeToolCall: 2 * time.Second, HookAfterModelCall: 5 * time.Second, HookStore: 10 * time.Second,
+	HookOnSpawn: 5 * time.Second, HookOnReturn: 5 * time.Second, HookOnComplete: 30 * time.Second, HookDispose: 5 * time.Second,
 }
 
 // Layer is a context layer whose state has type S. Build one as a struct
@@ -135,21 +102,41 @@ type Layer[S any] struct {
 	Placement Placement
 	Hooks     Hooks[S]
 	Timeouts  Timeouts
-	// OnInitError defaults to InitErrorThrow.
+	// OnInitError defaults to InitErrorAbort.
 	OnInitError InitErrorPolicy
-	// OnToolCallError says what a BeforeToolCall hook that errors, panics
-	// or times out does: ToolCallErrorDeny (the default) denies the call
-	// with a reason saying it could not be checked.
-	OnToolCallError ToolCallErrorPolicy
-	RecallMode      RecallMode
-	// Functions are offered to the model as tools named "ID/Name"; calls
-	// to them are routed back to the layer. Each call runs under the
-	// layer's Store timeout (Timeouts.Store): like Store it changes the
+	// FailOpen says what a BeforeToolCall hook that errors, panics or
+	// times out does. By default it denies the call (fail closed: a check
+	// that cannot answer must not let through what it exists to stop),
+	// with a reason saying it could not be checked; with FailOpen the call
+	// goes on to the next layer, for a layer whose check is advisory.
+	// The failure is a diagnostic either way.
+	FailOpen bool
+	// EventualRecall lets the turn go on without waiting for a slow recall
+	// (retrieval); by default the turn waits for it, up to its timeout.
+	// When such a recall has not finished by the time every other layer's
+	// has, the layer's previous output is served and the late result is
+	// used from the next assembly on (its first recall is waited for:
+	// there is nothing older to serve, unless the caller's context ends
+	// first). The recall's context carries the values of the Assemble
+	// context but not its cancellation, so a host's per-turn context does
+	// not cancel it; its own timeout still applies: a recall still running
+	// past it is reported as timed out at the next assembly (a diagnostic,
+	// nothing served for that turn) and called again the turn after. An
+	// eventual recall may not return state (it would be applied late, over
+	// state other hooks committed meanwhile): such state is ignored with a
+	// diagnostic.
+	EventualRecall bool
+	// Functions are offered to the model as tools named "ID/Spec.Name",
+	// next to Config.Tools (Session.Tools); calls to them are routed back
+	// to the layer (Session.ExecuteTool). Each call runs under the layer's
+	// Store timeout (Timeouts[HookStore]): like Store it changes the
 	// layer's state. Config.ToolTimeout applies to Config.Tools only.
 	Functions []Function[S]
 	// CallNames are plain function-call names the layer applies in its
-	// Store hook (the spec's function-call state pattern: no tool schema
-	// is offered, the system prompt tells the model to call them). The
+	// Store hook: no tool schema is offered, the layer's instructions tell
+	// the model to call them, for models or hosts that do not route tool
+	// calls back (memory/entity's "updateEntities"). They share one name
+	// space with the provided functions and Config.Tools. The
 	// Store hook stays the one write path, but when it sees such a call
 	// depends on whether a call can be denied:
 	//
@@ -185,19 +172,25 @@ type Layer[S any] struct {
 
 // Hooks are a layer's lifecycle functions; every one is optional. Each runs
 // under its timeout with a context that is cancelled when it expires.
+// A *S a hook returns commits new state when it is not nil, except
+// OnSpawn's: run on the parent's layer, it is the child's initial state
+// for this layer, and nil starts the child from the parent's state (Init
+// never runs in a child). ProjectHistory drops History[:start] (the
+// runtime keeps its token counts) or, when replace is not nil, shows
+// replace instead (counted anew).
 type Hooks[S any] struct {
 	Init           func(ctx context.Context, p InitParams) (S, error)
 	Recall         func(ctx context.Context, p RecallParams[S]) (Recall[S], error)
 	RenderDelta    func(ctx context.Context, p RenderDeltaParams[S]) (delta string, ok bool, err error)
-	ProjectHistory func(ctx context.Context, p ProjectHistoryParams[S]) (HistoryProjection, error)
+	ProjectHistory func(ctx context.Context, p ProjectHistoryParams[S]) (start int, replace []Item, err error)
 	OnItemAppend   func(ctx context.Context, p ItemAppendParams[S]) (*S, error)
-	BeforeToolCall func(ctx context.Context, p ToolCallParams[S]) (ToolDecision[S], error)
-	AfterModelCall func(ctx context.Context, p ModelCallParams[S]) (*S, error)
+	BeforeToolCall func(ctx context.Context, p CallParams[S]) (ToolDecision[S], error)
+	AfterModelCall func(ctx context.Context, p StoreParams[S]) (*S, error)
 	Store          func(ctx context.Context, p StoreParams[S]) (*S, error)
-	OnSpawn        func(ctx context.Context, p SpawnParams[S]) (SpawnResult[S], error)
-	OnReturn       func(ctx context.Context, p ReturnParams[S]) (*S, error)
+	OnSpawn        func(ctx context.Context, p ChildParams[S]) (child *S, err error)
+	OnReturn       func(ctx context.Context, p ChildParams[S]) (*S, error)
 	OnComplete     func(ctx context.Context, p CompleteParams[S]) (*S, error)
-	Dispose        func(ctx context.Context, p DisposeParams[S]) error
+	Dispose        func(ctx context.Context, p CompleteParams[S]) error
 }
 
 // RunInfo identifies the run a hook is called for.
@@ -264,17 +257,9 @@ type RecallParams[S any] struct {
 // Recall is what a layer contributes to one assembly. The zero value
 // contributes nothing.
 type Recall[S any] struct {
-	// Items are rendered in the layer's band.
+	// Items are rendered in the layer's band (Text builds the common
+	// case, one developer message).
 	Items []Item
-	// Text is the shorthand: when Items is empty and Text is not, the
-	// runtime wraps Text in a developer message.
-	Text string
-	// Tokens is not read: the runtime counts every item with its own
-	// tokenizer, so budgets, usage and the projection all agree with the
-	// provider-side count the host configured.
-	//
-	// Deprecated: leave it zero; a layer's own count is ignored.
-	Tokens int
 	// State, when not nil, commits new state. Such a recall changed
 	// something as it rendered, so its output is never pinned: the layer
 	// renders live whatever its placement says.
@@ -283,7 +268,12 @@ type Recall[S any] struct {
 
 // Text is the recall shorthand: text wrapped as one developer message, or
 // nothing when text is empty.
-func Text[S any](text string) (Recall[S], error) { return Recall[S]{Text: text}, nil }
+func Text[S any](text string) (Recall[S], error) {
+	if text == "" {
+		return Recall[S]{}, nil
+	}
+	return Recall[S]{Items: []Item{DeveloperMessage(text)}}, nil
+}
 
 // RenderDeltaParams is passed to RenderDelta with the output the model
 // last saw from the layer and its fresh output. With inline updates (the
@@ -332,25 +322,19 @@ type ItemAppendParams[S any] struct {
 	CallAllowed bool
 }
 
-// ToolCallParams is passed to BeforeToolCall.
-type ToolCallParams[S any] struct {
+// CallParams is passed to BeforeToolCall and to a provided function's
+// Call: the model's function call (its Arguments the JSON the model
+// wrote) and the layer's state.
+type CallParams[S any] struct {
 	Run   RunInfo
 	State S
 	Call  Item
 }
 
-// Verdict is a layer's decision on a tool call.
-type Verdict string
-
-// Verdicts. The zero value allows.
-const (
-	Allow Verdict = ""
-	Deny  Verdict = "deny"
-)
-
-// ToolDecision is BeforeToolCall's answer.
+// ToolDecision is BeforeToolCall's answer. The zero value allows the call.
 type ToolDecision[S any] struct {
-	Verdict Verdict
+	// Deny refuses the call.
+	Deny bool
 	// Reason explains a denial; it becomes the call's output.
 	Reason string
 	// Arguments, when not empty, replace the call's arguments.
@@ -358,14 +342,11 @@ type ToolDecision[S any] struct {
 	State     *S
 }
 
-// ModelCallParams is passed to AfterModelCall with what the model wrote.
-type ModelCallParams[S any] struct {
-	Run      RunInfo
-	State    S
-	NewItems []Item
-}
-
-// StoreParams is passed to Store after a model call's items are recorded.
+// StoreParams is passed to AfterModelCall and Store once a model call's
+// items are recorded. For AfterModelCall NewItems are the items of that
+// call; for Store, every item recorded since the previous Record (the
+// host's appends included). History is the run's whole log, NewItems
+// last. Read only.
 type StoreParams[S any] struct {
 	Run      RunInfo
 	State    S
@@ -373,44 +354,26 @@ type StoreParams[S any] struct {
 	History  []Item
 }
 
-// SpawnParams is passed to OnSpawn on the parent's layers.
-type SpawnParams[S any] struct {
+// ChildParams is passed to OnSpawn and OnReturn on the parent's layers,
+// about a child run (Session.Spawn, Session.Return).
+type ChildParams[S any] struct {
 	Parent RunInfo
 	Child  RunInfo
-	State  S
-}
-
-// SpawnResult seeds the child's instance of the same layer.
-type SpawnResult[S any] struct {
-	// ChildState, when not nil, is the child's initial state for this
-	// layer; nil starts the child from the parent's state (Init never
-	// runs in a child).
+	// State is the parent's state of the layer.
+	State S
+	// ChildState is, for OnReturn, the child's final state of the same
+	// layer, if the child ran it; nil for OnSpawn.
 	ChildState *S
-	State      *S
-}
-
-// ReturnParams is passed to OnReturn on the parent's layers.
-type ReturnParams[S any] struct {
-	Parent RunInfo
-	Child  RunInfo
-	State  S
-	// ChildState is the child's final state of the same layer, if the
-	// child ran it.
-	ChildState *S
-	// Result is the child's final items.
+	// Result is, for OnReturn, the child's final items; nil for OnSpawn.
 	Result []Item
 }
 
-// CompleteParams is passed to OnComplete.
+// CompleteParams is passed to OnComplete and Dispose at the end of a run.
+// Outcome is what Session.Complete was given; Dispose after
+// Session.Close, or after a Start that failed, gets "".
 type CompleteParams[S any] struct {
 	Run     RunInfo
 	State   S
 	Log     []Item
 	Outcome string
-}
-
-// DisposeParams is passed to Dispose.
-type DisposeParams[S any] struct {
-	Run   RunInfo
-	State S
 }

@@ -27,7 +27,7 @@ type layerStorage struct {
 
 // layerStorage returns the storage of a durable layer, or nil for an
 // execution-scoped layer or a child run.
-func (s *Session) layerStorage(spec LayerSpec) *layerStorage {
+func (s *Session) layerStorage(spec layerConfig) *layerStorage {
 	if s.child {
 		return nil
 	}

@@ -44,7 +44,7 @@ func (k *sink) write(ctx context.Context, text string) error {
 func (k *sink) layer() core.Layer[int] {
 	return core.Layer[int]{
 		ID: "sink", Scope: core.ScopeExecution, WritesRecords: true,
-		Timeouts: core.Timeouts{OnItemAppend: 50 * time.Millisecond},
+		Timeouts: core.Timeouts{core.HookOnItemAppend: 50 * time.Millisecond},
 		Hooks: core.Hooks[int]{
 			OnItemAppend: func(ctx context.Context, p core.ItemAppendParams[int]) (*int, error) {
 				if p.Item.Role != core.RoleUser {

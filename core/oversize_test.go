@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/projector"
 )
 
 // hugeQuestion is a user message of about words*2 estimated tokens whose
@@ -57,13 +58,13 @@ func TestOversizeQuestionIsCutVisibly(t *testing.T) {
 	if !strings.Contains(text, "tokens cut: the message was longer than the context budget]") {
 		t.Fatalf("no visible marker in the cut message")
 	}
-	if v.Tokens() > 900 {
-		t.Fatalf("view of %d tokens over the available 900", v.Tokens())
+	if v.Usage.Total > 900 {
+		t.Fatalf("view of %d tokens over the available 900", v.Usage.Total)
 	}
 	whole := rt.CountItems([]core.Item{core.UserMessage(question)})
 	u := v.Usage
-	if u.UserMessageCut == nil || u.UserMessageCut.Tokens != whole || u.UserMessageCut.Shown != v.BandTokens(core.BandHistory) {
-		t.Fatalf("usage cut report %+v, want {%d %d}", u.UserMessageCut, whole, v.BandTokens(core.BandHistory))
+	if u.UserMessageCut == nil || u.UserMessageCut.Tokens != whole || u.UserMessageCut.Shown != v.Usage.BandTokens[core.BandHistory] {
+		t.Fatalf("usage cut report %+v, want {%d %d}", u.UserMessageCut, whole, v.Usage.BandTokens[core.BandHistory])
 	}
 	// The marker names how much was cut (counts of parts are not exactly
 	// additive: allow a few tokens).
@@ -160,8 +161,8 @@ func TestQuestionSurvivesALongToolLoop(t *testing.T) {
 			}
 		}
 	}
-	if v.Tokens() > 900 || v.Usage.UserMessageCut != nil {
-		t.Fatalf("tokens %d, cut %+v", v.Tokens(), v.Usage.UserMessageCut)
+	if v.Usage.Total > 900 || v.Usage.UserMessageCut != nil {
+		t.Fatalf("tokens %d, cut %+v", v.Usage.Total, v.Usage.UserMessageCut)
 	}
 }
 
@@ -183,8 +184,8 @@ func TestQuestionThatCannotBeShownIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.Assemble(ctx)
-	var be *core.BudgetError
-	if !errors.Is(err, core.ErrOverBudget) || !errors.As(err, &be) || v != nil {
+	var be *projector.BudgetError
+	if !errors.Is(err, projector.ErrOverBudget) || !errors.As(err, &be) || v != nil {
 		t.Fatalf("Assemble: %v %v, want a *BudgetError", v, err)
 	}
 	if be.Tokens != rt.CountItems([]core.Item{core.UserMessage(hugeQuestion(2000))}) || be.Room != 11 || be.Share != 11 || be.Available != 200 {

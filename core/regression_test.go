@@ -32,7 +32,7 @@ func TestRecordRunsEveryLayerAfterAConflict(t *testing.T) {
 	ctx := context.Background()
 	var afters, stores atomic.Int32
 	other := core.Layer[int]{ID: "b", Slot: 2, Scope: core.ScopeExecution, Hooks: core.Hooks[int]{
-		AfterModelCall: func(context.Context, core.ModelCallParams[int]) (*int, error) { afters.Add(1); return nil, nil },
+		AfterModelCall: func(context.Context, core.StoreParams[int]) (*int, error) { afters.Add(1); return nil, nil },
 		Store:          func(context.Context, core.StoreParams[int]) (*int, error) { stores.Add(1); return nil, nil }}}
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{counterLayer("a"), other}})
 	if err != nil {
@@ -83,8 +83,8 @@ func TestEventualRecallPastItsDeadlineTimesOut(t *testing.T) {
 	var calls atomic.Int32
 	release := make(chan struct{})
 	defer close(release)
-	l := core.Layer[int]{ID: "slow", Slot: 1, Scope: core.ScopeExecution, RecallMode: core.RecallEventual, Placement: core.PlacementLive,
-		Timeouts: core.Timeouts{Recall: 20 * time.Millisecond},
+	l := core.Layer[int]{ID: "slow", Slot: 1, Scope: core.ScopeExecution, EventualRecall: true, Placement: core.PlacementLive,
+		Timeouts: core.Timeouts{core.HookRecall: 20 * time.Millisecond},
 		Hooks: core.Hooks[int]{Recall: func(ctx context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
 			if calls.Add(1) > 1 {
 				<-release // ignores its context on purpose
@@ -119,7 +119,7 @@ func TestEventualRecallPastItsDeadlineTimesOut(t *testing.T) {
 // started it: its result lands next turn instead of being cancelled.
 func TestEventualRecallSurvivesTheTurnContext(t *testing.T) {
 	var calls atomic.Int32
-	l := core.Layer[int]{ID: "rag", Slot: 1, Scope: core.ScopeExecution, RecallMode: core.RecallEventual, Placement: core.PlacementLive,
+	l := core.Layer[int]{ID: "rag", Slot: 1, Scope: core.ScopeExecution, EventualRecall: true, Placement: core.PlacementLive,
 		Hooks: core.Hooks[int]{Recall: func(ctx context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
 			n := calls.Add(1)
 			select {
@@ -174,7 +174,7 @@ func TestLateInitStorageIsRevoked(t *testing.T) {
 	ctx := context.Background()
 	done := make(chan struct{})
 	var early, late error
-	a := core.Layer[int]{ID: "a", Slot: 1, OnInitError: core.InitErrorDisable, Timeouts: core.Timeouts{Init: 20 * time.Millisecond},
+	a := core.Layer[int]{ID: "a", Slot: 1, OnInitError: core.InitErrorDisable, Timeouts: core.Timeouts{core.HookInit: 20 * time.Millisecond},
 		Hooks: core.Hooks[int]{Init: func(ictx context.Context, p core.InitParams) (int, error) {
 			defer close(done)
 			early = p.Storage.Save(ictx, "early", 1)
@@ -276,7 +276,7 @@ func TestHistoryStepKeepsTheNewestUserMessage(t *testing.T) {
 	}
 	h := v.Band(core.BandHistory)
 	if len(h) != 1 || h[0].Role != core.RoleUser {
-		t.Fatalf("history = %d items (%d tokens), want the newest user message", len(h), v.BandTokens(core.BandHistory))
+		t.Fatalf("history = %d items (%d tokens), want the newest user message", len(h), v.Usage.BandTokens[core.BandHistory])
 	}
 }
 
@@ -290,10 +290,10 @@ func TestAllocateInfiniteAndHugeBudgets(t *testing.T) {
 		want    []int
 		unalloc int
 	}{
-		{"fixed +Inf splits with auto", 1000, []core.Budget{core.Fixed(math.Inf(1)), core.Auto()}, []int{500, 500}, 0},
+		{"fixed +Inf splits with auto", 1000, []core.Budget{core.Fixed(math.Inf(1)), core.Budget{}}, []int{500, 500}, 0},
 		{"fixed +Inf alone takes the pool", 1000, []core.Budget{core.Fixed(math.Inf(1)), core.Fixed(100)}, []int{900, 100}, 0},
 		{"huge range max saturates", 1000, []core.Budget{core.Range(0, 1e300), core.Fixed(10)}, []int{990, 10}, 0},
-		{"huge range max with auto", 1000, []core.Budget{core.Range(100, 1e300), core.Auto()}, []int{1000, 0}, 0},
+		{"huge range max with auto", 1000, []core.Budget{core.Range(100, 1e300), core.Budget{}}, []int{1000, 0}, 0},
 		{"unlimited pool", core.Unlimited, []core.Budget{core.Fixed(math.Inf(1)), core.Range(1, 1e300), core.Fixed(1e19)},
 			[]int{core.Unlimited, math.MaxInt, math.MaxInt}, 0},
 	}
@@ -380,7 +380,7 @@ func TestStartFailureDisposesInitialisedLayers(t *testing.T) {
 				}
 				return 1, nil
 			},
-			Dispose: func(context.Context, core.DisposeParams[int]) error { rec("dispose " + id); return nil }}}
+			Dispose: func(context.Context, core.CompleteParams[int]) error { rec("dispose " + id); return nil }}}
 	}
 	off := mk("off", 2, true)
 	off.OnInitError = core.InitErrorDisable
@@ -407,7 +407,7 @@ func TestSpawnSkipsLayersDisabledInTheParent(t *testing.T) {
 		Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) { return core.Text[int]("x") }}}
 	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
 	s, _ := rt.Start(ctx, core.RunOptions{})
-	child, err := s.Spawn(ctx, core.SpawnOptions{})
+	child, err := s.Spawn(ctx, core.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +423,14 @@ func TestSpawnSkipsLayersDisabledInTheParent(t *testing.T) {
 // A tool or function schema must be exactly one JSON object.
 func TestSchemasMustBeOneJSONObject(t *testing.T) {
 	for _, params := range []string{`{"type":"object"} {"x":1}`, `[1]`, `{"type":`, `"object"`} {
-		l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "f", Parameters: json.RawMessage(params)}}}
+		l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "f", Parameters: json.RawMessage(params)}}}}
 		_, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
 		var ce *core.ConfigError
 		if !errors.As(err, &ce) || ce.Code != core.CodeInvalidLayer || !strings.Contains(ce.Field, "Parameters") {
 			t.Errorf("%s: %v", params, err)
 		}
 	}
-	l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "f", Parameters: json.RawMessage(` {"type":"object"} `)}}}
+	l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "f", Parameters: json.RawMessage(` {"type":"object"} `)}}}}
 	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}}); err != nil {
 		t.Fatal(err)
 	}
@@ -439,12 +439,12 @@ func TestSchemasMustBeOneJSONObject(t *testing.T) {
 // A provided function's panic is masked from the model, as a tool's is.
 func TestCallFunctionMasksPanics(t *testing.T) {
 	ctx := context.Background()
-	l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "f",
-		Call: func(context.Context, core.FunctionParams[int]) (core.FunctionResult[int], error) {
+	l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "f"},
+		Call: func(context.Context, core.CallParams[int]) (core.FunctionResult[int], error) {
 			panic("secret 0xdeadbeef")
 		}}}}
 	s := start(t, core.Config{Layers: []core.AnyLayer{l}})
-	out, err := s.CallFunction(ctx, core.FunctionCall("c1", "l/f", `{}`))
+	out, err := s.ExecuteTool(ctx, core.FunctionCall("c1", "l/f", `{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,5 +453,20 @@ func TestCallFunctionMasksPanics(t *testing.T) {
 	}
 	if d := s.Diagnostics(); len(d) != 1 || d[0].Kind != core.KindPanic || !strings.Contains(d[0].Message, "secret") {
 		t.Fatalf("diagnostics %+v", d)
+	}
+}
+
+// A negative LayerPool is the one way to lift the pool limit: it means
+// what Unlimited means.
+func TestNegativeLayerPoolIsUnlimited(t *testing.T) {
+	l := core.Layer[int]{ID: "a", Scope: core.ScopeExecution}
+	for _, pool := range []int{-1, core.Unlimited} {
+		rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, LayerPool: pool, Policy: &core.Policy{TokenBudget: 500}})
+		if err != nil {
+			t.Fatalf("pool %d: %v", pool, err)
+		}
+		if b := rt.Budgets()["a"]; b != core.Unlimited {
+			t.Fatalf("pool %d: budget %d, want Unlimited", pool, b)
+		}
 	}
 }

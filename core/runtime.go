@@ -17,13 +17,6 @@ import (
 // Policy holds a view to a hard token budget; see projector.Policy.
 type Policy = projector.Policy[Item]
 
-// Overflow strategies, re-exported from projector.
-const (
-	OverflowTruncate      = projector.OverflowTruncate
-	OverflowSlidingWindow = projector.OverflowSlidingWindow
-	OverflowSummarize     = projector.OverflowSummarize
-)
-
 // Band names a part of the view; see projector.Band.
 type Band = projector.Band
 
@@ -47,6 +40,16 @@ const ItemOverhead = 3
 
 // Config configures a Runtime. The zero value works: no layers, an
 // in-memory store, the fast token estimate and no budget.
+//
+// Every option of Config and CacheConfig has a useful zero value, its
+// default, and is turned off one way, by its kind:
+//
+//   - an optional component is off when nil: Policy (no view budget),
+//     Tracer, Logger;
+//   - a numeric limit is lifted by a negative value: LayerPool (layers
+//     uncapped), CacheConfig.HistoryStep (history cut item by item);
+//   - a behaviour that is on by default has a bool that says so in its
+//     name: CacheConfig.Disabled (no anchoring).
 type Config struct {
 	// Layers are the context layers, in any order: slot and band order
 	// them in the view.
@@ -61,15 +64,16 @@ type Config struct {
 	// Policy holds each view to a hard token budget. Nil means no limit.
 	Policy *Policy
 	// LayerPool is the token pool the layer budgets split. Zero means half
-	// of what the policy leaves after the system prompt, or unlimited
+	// of what the policy leaves after the system prompt, or no limit
 	// without a policy. With a policy a finite pool may not exceed what
 	// the policy leaves after the system prompt (BUDGET_EXCEEDS_POOL): the
-	// view could not hold the output the budgets allow. Unlimited leaves
-	// the layers uncapped under a policy that then bounds only the view:
-	// anchor and live output it cannot hold is left out, reported per
-	// layer (LayerUsage.Dropped) and as a diagnostic.
+	// view could not hold the output the budgets allow. A negative pool
+	// (or Unlimited) leaves the layers uncapped under a policy that then
+	// bounds only the view: anchor and live output it cannot hold is left
+	// out, reported per layer (LayerUsage.Dropped) and as a diagnostic.
 	LayerPool int
-	// Timeouts override DefaultTimeouts for every layer that sets none.
+	// Timeouts override the default timeouts (see Timeouts) for every
+	// layer that sets none.
 	Timeouts Timeouts
 	// Logger receives diagnostics. Nil discards them (they are still in
 	// the usage report).
@@ -80,7 +84,7 @@ type Config struct {
 	// functions; Session.ExecuteTool runs them. Their context state layers
 	// come from layers/toolcalls.
 	Tools []Tool
-	// ToolTimeout limits each execution of Tools; zero means ToolTimeout.
+	// ToolTimeout limits each execution of Tools; zero means two minutes.
 	// The layers' provided functions (Layer.Functions) run under their
 	// layer's Store timeout instead.
 	ToolTimeout time.Duration
@@ -89,44 +93,64 @@ type Config struct {
 	// default: it costs one store write per assembly.
 	RecordAssemblies bool
 	// Tracer observes every assembly, e.g. to emit OpenTelemetry spans
-	// (package telemetry). Nil traces nothing.
-	Tracer AssembleTracer
-}
-
-// AssembleTracer observes assemblies. StartAssemble is called before the
-// recalls run; the context it returns is the one hooks receive, so their
-// own spans nest under it. end is called once with the usage report (nil
-// when the assembly failed) and the error.
-type AssembleTracer interface {
-	StartAssemble(ctx context.Context, run RunInfo, turn int) (context.Context, func(*Usage, error))
+	// (package telemetry: Tracer: tr.StartAssemble). Nil traces nothing.
+	// It is called before the recalls run; the context it returns is the
+	// one hooks receive, so their own spans nest under it. end is called
+	// once with the usage report (nil when the assembly failed) and the
+	// error.
+	Tracer func(ctx context.Context, run RunInfo, turn int) (_ context.Context, end func(*Usage, error))
 }
 
 // Runtime holds validated configuration and starts sessions. It is safe
 // for concurrent use; sessions are not.
 type Runtime struct {
-	cfg        Config
-	policy     *Policy    // cfg.Policy with the cache's truncation step
-	layers     []AnyLayer // sorted by slot, then id
-	specs      []LayerSpec
-	budgets    []int
-	pool       int
-	logger     *slog.Logger
-	counter    *tokens.Cache
-	store      storage.Store
-	system     []projector.Entry[Item]
-	functions  map[string]int // "layer/fn" -> layer index
-	tools      []FunctionSpec // provided functions and tools, sorted by name
-	toolByName map[string]Tool
+	cfg     Config
+	policy  *Policy    // cfg.Policy with the cache's truncation step
+	layers  []AnyLayer // sorted by slot, then id
+	specs   []layerConfig
+	budgets []int
+	pool    int
+	logger  *slog.Logger
+	counter *tokens.Cache
+	store   storage.Store
+	system  []projector.Entry[Item]
+	// routes says where a call goes by its name: provided functions
+	// ("layer/fn"), the layers' declared calls and the host's tools share
+	// one name space.
+	routes     map[string]route
+	tools      []ToolSpec // provided functions and tools, sorted by name
 	layerIndex map[string]int
-	callNames  map[string]int // plain function-call name -> layer index
 	ownedStore bool
+}
+
+// route is where a call by name goes: a function a layer provides (fn
+// set), a call a layer declares (Layer.CallNames: neither fn nor tool) or
+// a host tool (tool set, layer -1).
+type route struct {
+	layer int
+	fn    string
+	tool  Tool
+}
+
+// offer adds a tool or provided function to the list the model is
+// offered, its schema checked and canonical: both kinds take this one path.
+func (rt *Runtime) offer(t ToolSpec) error {
+	params := t.Parameters
+	if len(params) == 0 {
+		params = []byte(`{"type":"object"}`)
+	}
+	if err := checkSchema(params); err != nil {
+		return err
+	}
+	t.Parameters = canonicalJSON(params)
+	rt.tools = append(rt.tools, t)
+	return nil
 }
 
 // NewRuntime validates cfg and returns a runtime. Invalid configuration
 // fails here with a *ConfigError naming the field.
 func NewRuntime(cfg Config) (*Runtime, error) {
-	rt := &Runtime{cfg: cfg, logger: cfg.Logger, store: cfg.Store, functions: map[string]int{},
-		toolByName: map[string]Tool{}, layerIndex: map[string]int{}, callNames: map[string]int{}}
+	rt := &Runtime{cfg: cfg, logger: cfg.Logger, store: cfg.Store, routes: map[string]route{}, layerIndex: map[string]int{}}
 	if rt.logger == nil {
 		rt.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -153,7 +177,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	}
 	rt.policy = cfg.Policy
 	if p := cfg.Policy; p != nil && !cfg.Cache.Disabled && p.TruncateStep == 0 &&
-		cfg.Cache.historyStep() > 0 && (p.Overflow == "" || p.Overflow == OverflowTruncate) {
+		cfg.Cache.historyStep() > 0 && (p.Overflow == "" || p.Overflow == projector.OverflowTruncate) {
 		cp := *p
 		cp.TruncateStep = max(1, int(cfg.Cache.historyStep()*float64(p.Available())))
 		rt.policy = &cp
@@ -163,7 +187,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		if l == nil {
 			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Layers[%d]", k), Reason: "nil layer"}
 		}
-		spec := l.Spec()
+		spec := l.config()
 		if err := validateSpec(spec); err != nil {
 			return nil, err
 		}
@@ -181,30 +205,25 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		return sa.ID < sb.ID
 	})
 	for k, l := range rt.layers {
-		spec := l.Spec()
+		spec := l.config()
 		rt.specs = append(rt.specs, spec)
 		rt.layerIndex[spec.ID] = k
-		for _, name := range spec.CallNames {
-			if prev, dup := rt.callNames[name]; dup {
+		for _, name := range spec.callNames {
+			if prev, dup := rt.routes[name]; dup {
 				return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "CallNames",
-					Reason: fmt.Sprintf("call name %q is also applied by layer %q", name, rt.specs[prev].ID)}
+					Reason: fmt.Sprintf("call name %q is also applied by layer %q", name, rt.specs[prev.layer].ID)}
 			}
-			rt.callNames[name] = k
+			rt.routes[name] = route{layer: k}
 		}
-		for _, f := range spec.Functions {
+		for _, f := range spec.functions {
 			name := spec.ID + "/" + f.Name
-			if _, dup := rt.functions[name]; dup {
+			if _, dup := rt.routes[name]; dup {
 				return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "Functions", Reason: fmt.Sprintf("function %q declared twice", f.Name)}
 			}
-			rt.functions[name] = k
-			params := f.Parameters
-			if len(params) == 0 {
-				params = []byte(`{"type":"object"}`)
-			}
-			if err := checkSchema(params); err != nil {
+			rt.routes[name] = route{layer: k, fn: f.Name}
+			if err := rt.offer(ToolSpec{Name: name, Description: f.Description, Parameters: f.Parameters}); err != nil {
 				return nil, &ConfigError{Code: CodeInvalidLayer, Layer: spec.ID, Field: "Functions." + f.Name + ".Parameters", Reason: err.Error()}
 			}
-			rt.tools = append(rt.tools, FunctionSpec{Name: name, Description: f.Description, Parameters: canonicalJSON(params)})
 		}
 	}
 	for k, t := range cfg.Tools {
@@ -212,30 +231,26 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d]", k), Reason: "nil tool"}
 		}
 		spec := t.Spec()
-		if _, dup := rt.toolByName[spec.Name]; dup {
-			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q declared twice", spec.Name)}
+		if prev, dup := rt.routes[spec.Name]; dup {
+			clash := "declared twice"
+			switch {
+			case prev.fn != "":
+				clash = "clashes with a provided function"
+			case prev.tool == nil:
+				clash = "clashes with a layer's call name"
+			}
+			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q %s", spec.Name, clash)}
 		}
-		if _, clash := rt.callNames[spec.Name]; clash {
-			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q clashes with a layer's call name", spec.Name)}
-		}
-		if _, clash := rt.functions[spec.Name]; clash {
-			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q clashes with a provided function", spec.Name)}
-		}
-		if decl := t.State(); decl != nil {
-			if _, ok := rt.layerIndex[decl.StateID()]; !ok {
+		if id := t.StateID(); id != "" {
+			if _, ok := rt.layerIndex[id]; !ok {
 				return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d].State", k),
-					Reason: fmt.Sprintf("tool %q declares state %q but no such layer is configured (add toolcalls.Layers(tools...))", spec.Name, decl.StateID())}
+					Reason: fmt.Sprintf("tool %q declares state %q but no such layer is configured (add toolcalls.Layers(tools...))", spec.Name, id)}
 			}
 		}
-		rt.toolByName[spec.Name] = t
-		params := spec.InputSchema
-		if len(params) == 0 {
-			params = []byte(`{"type":"object"}`)
+		rt.routes[spec.Name] = route{layer: -1, tool: t}
+		if err := rt.offer(spec); err != nil {
+			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d].Parameters", k), Reason: err.Error()}
 		}
-		if err := checkSchema(params); err != nil {
-			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d].InputSchema", k), Reason: err.Error()}
-		}
-		rt.tools = append(rt.tools, FunctionSpec{Name: spec.Name, Description: spec.Description, Parameters: canonicalJSON(params)})
 	}
 	sort.Slice(rt.tools, func(a, b int) bool { return rt.tools[a].Name < rt.tools[b].Name })
 
@@ -251,7 +266,7 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	rt.pool = cfg.LayerPool
 	switch {
 	case cfg.LayerPool < 0:
-		return nil, &ConfigError{Code: CodeInvalidBudgetInput, Field: "LayerPool", Reason: fmt.Sprintf("negative (%d)", cfg.LayerPool)}
+		rt.pool = Unlimited
 	case cfg.LayerPool > 0 && cfg.LayerPool != Unlimited && cfg.Policy != nil && cfg.LayerPool > cfg.Policy.Available()-sysTokens:
 		// Budgets the view cannot hold would let the projector drop layer
 		// output (pinned anchors included) that the layers were promised.
@@ -267,15 +282,15 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	for k, s := range rt.specs {
 		budgets[k] = s.Budget
 	}
-	alloc, err := Allocate(rt.pool, budgets)
+	alloc, err := allocate(rt.pool, budgets)
 	if err != nil {
 		return nil, err
 	}
-	rt.budgets = alloc.Tokens
+	rt.budgets = alloc.tokens
 	return rt, nil
 }
 
-func validateSpec(s LayerSpec) error {
+func validateSpec(s layerConfig) error {
 	bad := func(code ErrorCode, field, reason string) error {
 		return &ConfigError{Code: code, Layer: s.ID, Field: field, Reason: reason}
 	}
@@ -298,27 +313,17 @@ func validateSpec(s LayerSpec) error {
 	default:
 		return bad(CodeInvalidLayer, "Placement", fmt.Sprintf("unknown placement %q", s.Placement))
 	}
-	switch s.OnInitError {
-	case InitErrorThrow, InitErrorDisable:
+	switch s.onInitError {
+	case InitErrorAbort, InitErrorDisable:
 	default:
-		return bad(CodeInvalidLayer, "OnInitError", fmt.Sprintf("unknown policy %q", s.OnInitError))
-	}
-	switch s.OnToolCallError {
-	case ToolCallErrorDeny, ToolCallErrorAllow:
-	default:
-		return bad(CodeInvalidLayer, "OnToolCallError", fmt.Sprintf("unknown policy %q", s.OnToolCallError))
-	}
-	switch s.RecallMode {
-	case RecallAtomic, RecallEventual:
-	default:
-		return bad(CodeInvalidLayer, "RecallMode", fmt.Sprintf("unknown mode %q", s.RecallMode))
+		return bad(CodeInvalidLayer, "OnInitError", fmt.Sprintf("unknown policy %q", s.onInitError))
 	}
 	if err := s.Budget.Validate(); err != nil {
 		ce := err.(*ConfigError)
 		ce.Layer = s.ID
 		return ce
 	}
-	for _, f := range s.Functions {
+	for _, f := range s.functions {
 		if f.Name == "" || strings.ContainsAny(f.Name, "/ \t\n") {
 			return bad(CodeInvalidLayer, "Functions", fmt.Sprintf("function name %q must be non-empty without '/' or white space", f.Name))
 		}
@@ -326,23 +331,8 @@ func validateSpec(s LayerSpec) error {
 	return nil
 }
 
-// Layers returns the layer specs in slot order.
-func (rt *Runtime) Layers() []LayerSpec { return append([]LayerSpec(nil), rt.specs...) }
-
-// Budgets returns each layer's allocated token budget, by layer id.
-func (rt *Runtime) Budgets() map[string]int {
-	out := make(map[string]int, len(rt.specs))
-	for k, s := range rt.specs {
-		out[s.ID] = rt.budgets[k]
-	}
-	return out
-}
-
 // Store returns the runtime's state store.
 func (rt *Runtime) Store() storage.Store { return rt.store }
-
-// Tokenizer returns the runtime's token counter (memoised).
-func (rt *Runtime) Tokenizer() tokens.Tokenizer { return rt.counter }
 
 // entry counts an item once and wraps it for the projector.
 func (rt *Runtime) entry(it Item) projector.Entry[Item] {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/stratamem/strata/projector"
@@ -74,7 +73,7 @@ type Session struct {
 	prefix    string
 	logTokens int
 
-	tools []FunctionSpec
+	tools []ToolSpec
 
 	// claimed is true when Start bound the run's thread to its resource
 	// for the first time (InitParams.ClaimedThread).
@@ -97,7 +96,7 @@ const (
 	callAllowed
 	// callDenied: BeforeToolCall denied it (or could not check it).
 	callDenied
-	// callRan: ExecuteTool (or CallFunction) ran it.
+	// callRan: ExecuteTool ran it.
 	callRan
 )
 
@@ -200,7 +199,7 @@ func (s *Session) initLayers(ctx context.Context, seeds []seed) (err error) {
 		// release what the earlier inits acquired.
 		dctx := context.WithoutCancel(ctx)
 		for n := len(inited) - 1; n >= 0; n-- {
-			_ = s.insts[inited[n]].dispose(dctx)
+			_ = s.insts[inited[n]].dispose(dctx, "")
 		}
 		s.disposed = true
 	}()
@@ -218,8 +217,8 @@ func (s *Session) initLayers(ctx context.Context, seeds []seed) (err error) {
 			var raw json.RawMessage
 			found, err := st.Load(ctx, "state", &raw)
 			if err != nil {
-				err = &HookError{Layer: spec.ID, Hook: "init", Kind: KindError, Err: fmt.Errorf("load state: %w", err)}
-				if spec.OnInitError != InitErrorDisable {
+				err = &HookError{Layer: spec.ID, Hook: HookInit, Kind: KindError, Err: fmt.Errorf("load state: %w", err)}
+				if spec.onInitError != InitErrorDisable {
 					return err
 				}
 				s.disable(k, err)
@@ -230,7 +229,7 @@ func (s *Session) initLayers(ctx context.Context, seeds []seed) (err error) {
 			}
 		}
 		if err := inst.init(ctx, stored, sd); err != nil {
-			if spec.OnInitError != InitErrorDisable {
+			if spec.onInitError != InitErrorDisable {
 				return err
 			}
 			s.disable(k, err)
@@ -254,7 +253,7 @@ func (s *Session) disable(k int, err error) {
 	if errors.As(err, &he) {
 		kind = he.Kind
 	}
-	s.diagnose(s.insts[k].spec().ID, "init", kind, err)
+	s.diagnose(s.insts[k].spec().ID, HookInit, kind, err)
 }
 
 // Run returns the run's identity.
@@ -278,14 +277,14 @@ func (s *Session) Diagnostics() []Diagnostic {
 func (s *Session) LastUsage() *Usage { return s.last }
 
 // Tools lists the functions the layers provide, sorted by name, with their
-// JSON schemas. Offer them to the model; route calls with CallFunction.
-func (s *Session) Tools() []FunctionSpec {
+// JSON schemas. Offer them to the model; route calls with ExecuteTool.
+func (s *Session) Tools() []ToolSpec {
 	if s.tools != nil {
 		return s.tools
 	}
-	out := make([]FunctionSpec, 0, len(s.rt.tools))
+	out := make([]ToolSpec, 0, len(s.rt.tools))
 	for _, t := range s.rt.tools {
-		if k, ok := s.rt.functions[t.Name]; ok && s.states[k].disabled {
+		if r := s.rt.routes[t.Name]; r.tool == nil && s.states[r.layer].disabled {
 			continue
 		}
 		out = append(out, t)
@@ -413,44 +412,6 @@ func (s *Session) Record(ctx context.Context, items ...Item) error {
 	return errors.Join(errs...)
 }
 
-// canDeny reports whether a layer of the session can deny a tool call.
-func (s *Session) canDeny() bool {
-	for k, inst := range s.insts {
-		if !s.states[k].disabled && inst.hasBeforeToolCall() {
-			return true
-		}
-	}
-	return false
-}
-
-// withoutDeclaredCalls returns items without the function calls layer k
-// declares (Layer.CallNames); items itself when it holds none.
-func (s *Session) withoutDeclaredCalls(items []Item, k int) []Item {
-	if len(s.insts[k].spec().CallNames) == 0 {
-		return items
-	}
-	declared := func(it *Item) bool {
-		owner, ok := s.rt.callNames[it.Name]
-		return it.Type == TypeFunctionCall && ok && owner == k
-	}
-	var out []Item
-	for i := range items {
-		if declared(&items[i]) {
-			if out == nil {
-				out = append(make([]Item, 0, len(items)), items[:i]...)
-			}
-			continue
-		}
-		if out != nil {
-			out = append(out, items[i])
-		}
-	}
-	if out == nil {
-		return items
-	}
-	return out
-}
-
 // ToolDecisionResult is the layers' combined answer on a tool call.
 type ToolDecisionResult struct {
 	// Allowed is false when a layer denied the call.
@@ -469,7 +430,7 @@ type ToolDecisionResult struct {
 //
 // It fails closed: a layer whose hook errors, panics or times out denies
 // the call (a diagnostic says why) unless the layer says
-// ToolCallErrorAllow, and when a layer's decision cannot be persisted the
+// FailOpen, and when a layer's decision cannot be persisted the
 // error comes back with Allowed false. The session remembers the answer:
 // ExecuteTool refuses a denied call (ErrCallDenied), and the layers see it
 // with the call's output (ItemAppendParams.CallAllowed).
@@ -485,7 +446,7 @@ func (s *Session) BeforeToolCall(ctx context.Context, call Item) (ToolDecisionRe
 		if s.states[k].disabled {
 			continue
 		}
-		verdict, reason, args, err := inst.beforeToolCall(ctx, res.Call)
+		deny, reason, args, err := inst.beforeToolCall(ctx, res.Call)
 		if err != nil {
 			s.deny(&res, call, inst.spec().ID, "the call could not be checked (its decision could not be saved), so it is refused")
 			return res, err
@@ -493,7 +454,7 @@ func (s *Session) BeforeToolCall(ctx context.Context, call Item) (ToolDecisionRe
 		if args != "" {
 			res.Call.Arguments = args
 		}
-		if verdict == Deny {
+		if deny {
 			s.deny(&res, call, inst.spec().ID, reason)
 			return res, nil
 		}
@@ -521,51 +482,43 @@ func (s *Session) refuseDenied(call Item) (out Item, denied bool, err error) {
 		fmt.Errorf("%w: %s (call %s)", ErrCallDenied, call.Name, call.CallID)
 }
 
-// IsFunction reports whether name is a function a layer provides.
-func (s *Session) IsFunction(name string) bool {
-	_, ok := s.rt.functions[name]
-	return ok
-}
-
-// CallFunction runs a call to a provided function ("layer/fn") and
-// returns the function_call_output to record. Arguments the function
-// rejects produce an output that tells the model what was wrong, with
-// state unchanged. Unknown names give ErrUnknownFunction and an output
-// saying so.
-func (s *Session) CallFunction(ctx context.Context, call Item) (Item, error) {
-	if s.disposed {
-		return Item{}, ErrDisposed
-	}
-	if out, denied, err := s.refuseDenied(call); denied {
-		return out, err
-	}
-	k, ok := s.rt.functions[call.Name]
-	if !ok || s.states[k].disabled {
+// callFunction is ExecuteTool's part for a call to a provided function
+// ("layer/fn"). Arguments the function rejects produce an output that
+// tells the model what was wrong, with state unchanged. A function of a
+// layer disabled by its init failure is unknown (ErrUnknownFunction).
+func (s *Session) callFunction(ctx context.Context, call Item) (Item, error) {
+	r := s.rt.routes[call.Name]
+	if r.fn == "" || s.states[r.layer].disabled {
 		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown function %q", call.Name)),
 			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
 	}
 	s.verdict[call.CallID] = callRan
-	fn := call.Name[strings.IndexByte(call.Name, '/')+1:]
-	out, err := s.insts[k].callFunction(ctx, fn, call)
+	out, err := s.insts[r.layer].callFunction(ctx, r.fn, call)
 	if err != nil {
-		var he *HookError
-		if errors.As(err, &he) {
-			msg := he.Err.Error()
-			if he.Kind == KindPanic {
-				// As ExecuteTool does for tools: a panic's value and
-				// stack are for the diagnostics, not the model.
-				msg = "the function failed unexpectedly"
-			}
-			if errors.Is(err, ErrNotStored) {
-				// The model reads that nothing was kept; the host gets
-				// the error (acknowledged means stored).
-				return FunctionCallOutput(call.CallID, "error: not saved, the memory store failed: "+msg), err
-			}
-			return FunctionCallOutput(call.CallID, "error: "+msg), nil
-		}
-		return FunctionCallOutput(call.CallID, "error: the call could not be applied"), err
+		return layerCallFailed(call.CallID, "the function", err)
 	}
 	return FunctionCallOutput(call.CallID, out), nil
+}
+
+// layerCallFailed is the output of a call a layer's code failed to apply:
+// a provided function, or the Store hook applying a declared call. The
+// model reads what went wrong; the host gets the error only for a write
+// the store did not confirm (acknowledged means stored) or a failure
+// outside the hook. A panic's value and stack are for the diagnostics,
+// not the model: it reads that what ran ("the function") failed.
+func layerCallFailed(callID, what string, err error) (Item, error) {
+	var he *HookError
+	if !errors.As(err, &he) {
+		return FunctionCallOutput(callID, "error: the call could not be applied"), err
+	}
+	msg := he.Err.Error()
+	if he.Kind == KindPanic {
+		msg = what + " failed unexpectedly"
+	}
+	if errors.Is(err, ErrNotStored) {
+		return FunctionCallOutput(callID, "error: not saved, the memory store failed: "+msg), err
+	}
+	return FunctionCallOutput(callID, "error: "+msg), nil
 }
 
 // Complete ends the run: onComplete on every layer (its returned state is
@@ -586,7 +539,7 @@ func (s *Session) Complete(ctx context.Context, outcome string) error {
 			errs = append(errs, err)
 		}
 	}
-	s.dispose(ctx)
+	s.dispose(ctx, outcome)
 	return errors.Join(errs...)
 }
 
@@ -594,25 +547,18 @@ func (s *Session) Complete(ctx context.Context, outcome string) error {
 // Closing twice is a no-op.
 func (s *Session) Close(ctx context.Context) error {
 	if !s.disposed {
-		s.dispose(ctx)
+		s.dispose(ctx, "")
 	}
 	return nil
 }
 
-func (s *Session) dispose(ctx context.Context) {
+func (s *Session) dispose(ctx context.Context, outcome string) {
 	for k, inst := range s.insts {
 		if !s.states[k].disabled {
-			_ = inst.dispose(ctx)
+			_ = inst.dispose(ctx, outcome)
 		}
 	}
 	s.disposed = true
-}
-
-// SpawnOptions configure a child run.
-type SpawnOptions struct {
-	RunID string
-	// History seeds the child's log.
-	History []Item
 }
 
 // Spawn starts a child run on the same thread and resource. Init does not
@@ -622,11 +568,22 @@ type SpawnOptions struct {
 // A layer disabled in the parent stays disabled in the child. A child
 // never persists scoped state: what it learned reaches the parent through
 // Return and onReturn.
-func (s *Session) Spawn(ctx context.Context, opts SpawnOptions) (*Session, error) {
+//
+// opts name the child's RunID (empty: a random one) and the History that
+// seeds its log. The child runs on the parent's thread and resource: a
+// ThreadID or ResourceID other than the parent's is refused.
+func (s *Session) Spawn(ctx context.Context, opts RunOptions) (*Session, error) {
 	if s.disposed {
 		return nil, ErrDisposed
 	}
-	child, err := s.rt.newSession(RunOptions{RunID: opts.RunID, ThreadID: s.info.ThreadID, ResourceID: s.info.ResourceID, History: opts.History}, s)
+	switch {
+	case opts.ThreadID != "" && opts.ThreadID != s.info.ThreadID:
+		return nil, &ConfigError{Code: CodeInvalidRun, Field: "RunOptions.ThreadID", Reason: "a child runs on its parent's thread"}
+	case opts.ResourceID != "" && opts.ResourceID != s.info.ResourceID:
+		return nil, &ConfigError{Code: CodeInvalidRun, Field: "RunOptions.ResourceID", Reason: "a child runs on its parent's resource"}
+	}
+	opts.ThreadID, opts.ResourceID = s.info.ThreadID, s.info.ResourceID
+	child, err := s.rt.newSession(opts, s)
 	if err != nil {
 		return nil, err
 	}

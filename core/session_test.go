@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/core/inspect"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -49,7 +50,7 @@ func notesLayer(id string, scope core.Scope, calls *[]string, mu *sync.Mutex) co
 			},
 			Store: func(ctx context.Context, p core.StoreParams[notes]) (*notes, error) {
 				rec("store")
-				args, ok := core.FindFunctionCall(p.NewItems, "note")
+				args, ok := findCall(p.NewItems, "note")
 				if !ok {
 					return nil, nil
 				}
@@ -61,7 +62,7 @@ func notesLayer(id string, scope core.Scope, calls *[]string, mu *sync.Mutex) co
 				rec("onComplete")
 				return nil, nil
 			},
-			Dispose: func(ctx context.Context, p core.DisposeParams[notes]) error {
+			Dispose: func(ctx context.Context, p core.CompleteParams[notes]) error {
 				rec("dispose")
 				return nil
 			},
@@ -193,7 +194,7 @@ func TestFailingHooksAreContained(t *testing.T) {
 	defer close(block)
 	mk := func(id string, recall func(context.Context, core.RecallParams[int]) (core.Recall[int], error)) core.AnyLayer {
 		return core.Layer[int]{ID: id, Slot: 100, Scope: core.ScopeExecution, Hooks: core.Hooks[int]{Recall: recall},
-			Timeouts: core.Timeouts{Recall: 30 * time.Millisecond}}
+			Timeouts: core.Timeouts{core.HookRecall: 30 * time.Millisecond}}
 	}
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{
 		mk("hangs", func(ctx context.Context, _ core.RecallParams[int]) (core.Recall[int], error) {
@@ -257,7 +258,7 @@ func TestInitFailureAbortsUnlessDisabled(t *testing.T) {
 		t.Fatalf("disabled layer rendered: %+v", v.Items())
 	}
 	// A hanging init times out and aborts too.
-	hang := core.Layer[int]{ID: "h", Scope: core.ScopeExecution, Timeouts: core.Timeouts{Init: 20 * time.Millisecond},
+	hang := core.Layer[int]{ID: "h", Scope: core.ScopeExecution, Timeouts: core.Timeouts{core.HookInit: 20 * time.Millisecond},
 		Hooks: core.Hooks[int]{Init: func(ctx context.Context, _ core.InitParams) (int, error) {
 			<-ctx.Done()
 			return 0, ctx.Err()
@@ -284,7 +285,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"empty id", core.Config{Layers: []core.AnyLayer{core.Layer[int]{}}}, core.CodeInvalidLayer, "ID"},
 		{"bad scope", core.Config{Layers: []core.AnyLayer{core.Layer[int]{ID: "a", Scope: "planet"}}}, core.CodeInvalidLayer, "Scope"},
 		{"minimums over pool", core.Config{LayerPool: 100, Layers: []core.AnyLayer{core.Layer[int]{ID: "a", Budget: core.Fixed(200)}}}, core.CodeBudgetExceedsPool, "Budget"},
-		{"bad churn", core.Config{Cache: core.CacheConfig{AutoDemoteChurn: 0.2, AutoPromoteChurn: 0.3}}, core.CodeInvalidCacheConfig, "Cache.AutoPromoteChurn"},
+		{"bad churn", core.Config{Cache: core.Tuned(core.CacheConfig{}, core.Tuning{AutoDemoteChurn: 0.2, AutoPromoteChurn: 0.3})}, core.CodeInvalidCacheConfig, "Cache.AutoPromoteChurn"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -293,7 +294,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want *ConfigError", err)
 			}
-			if ce.Code != c.code || ce.Field != c.field || !errors.Is(err, core.ErrConfig) {
+			if ce.Code != c.code || ce.Field != c.field {
 				t.Fatalf("got code %s field %q (%v), want %s %q", ce.Code, ce.Field, err, c.code, c.field)
 			}
 		})
@@ -333,12 +334,12 @@ func TestProvidedFunctionsRouteAndReject(t *testing.T) {
 	if len(tools) != 1 || tools[0].Name != "todos/add" || !strings.Contains(string(tools[0].Parameters), `"item"`) {
 		t.Fatalf("tools = %+v", tools)
 	}
-	out, err := s.CallFunction(ctx, core.FunctionCall("c1", "todos/add", `{"item":"write tests"}`))
+	out, err := s.ExecuteTool(ctx, core.FunctionCall("c1", "todos/add", `{"item":"write tests"}`))
 	if err != nil || out.Output != `added "write tests"` || out.CallID != "c1" {
 		t.Fatalf("call: %+v %v", out, err)
 	}
 	for _, bad := range []string{`{"item":`, `{"item":42}`, `{"other":"x"}`, `[1,2]`, `{"item":""}`} {
-		out, err := s.CallFunction(ctx, core.FunctionCall("c2", "todos/add", bad))
+		out, err := s.ExecuteTool(ctx, core.FunctionCall("c2", "todos/add", bad))
 		if err != nil || !strings.HasPrefix(out.Output, "error: ") {
 			t.Fatalf("bad args %s: output %q err %v, want an error output", bad, out.Output, err)
 		}
@@ -346,7 +347,7 @@ func TestProvidedFunctionsRouteAndReject(t *testing.T) {
 	if st, _ := core.State[todo](s, "todos"); len(st.Items) != 1 {
 		t.Fatalf("rejected calls changed state: %+v", st)
 	}
-	if _, err := s.CallFunction(ctx, core.FunctionCall("c3", "todos/nope", `{}`)); !errors.Is(err, core.ErrUnknownFunction) {
+	if _, err := s.ExecuteTool(ctx, core.FunctionCall("c3", "todos/nope", `{}`)); !errors.Is(err, core.ErrUnknownFunction) {
 		t.Fatalf("unknown function: %v", err)
 	}
 }
@@ -380,7 +381,7 @@ func TestBandsByPlacementAndStatefulRecall(t *testing.T) {
 	drains := core.Layer[int]{ID: "steer", Slot: core.SlotSteering, Scope: core.ScopeExecution, Placement: core.PlacementAnchor,
 		Hooks: core.Hooks[int]{Recall: func(_ context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
 			next := p.State + 1
-			return core.Recall[int]{Text: "guidance", State: &next}, nil
+			return core.Recall[int]{Items: []core.Item{core.DeveloperMessage("guidance")}, State: &next}, nil
 		}}}
 	layers := []core.AnyLayer{
 		core.Layer[int]{ID: "clock", Slot: 80, Scope: core.ScopeExecution, Placement: core.PlacementLive, Hooks: core.Hooks[int]{Recall: text("clock")}},
@@ -419,15 +420,15 @@ func TestSpawnAndReturn(t *testing.T) {
 	ctx := context.Background()
 	var returned []string
 	layer := core.Layer[notes]{ID: "n", Scope: core.ScopeExecution, Hooks: core.Hooks[notes]{
-		OnSpawn: func(_ context.Context, p core.SpawnParams[notes]) (core.SpawnResult[notes], error) {
+		OnSpawn: func(_ context.Context, p core.ChildParams[notes]) (*notes, error) {
 			seed := notes{Lines: []string{"from parent"}}
-			return core.SpawnResult[notes]{ChildState: &seed}, nil
+			return &seed, nil
 		},
 		Store: func(_ context.Context, p core.StoreParams[notes]) (*notes, error) {
 			next := notes{Lines: append(append([]string(nil), p.State.Lines...), "child learned")}
 			return &next, nil
 		},
-		OnReturn: func(_ context.Context, p core.ReturnParams[notes]) (*notes, error) {
+		OnReturn: func(_ context.Context, p core.ChildParams[notes]) (*notes, error) {
 			if p.ChildState != nil {
 				returned = p.ChildState.Lines
 			}
@@ -437,7 +438,7 @@ func TestSpawnAndReturn(t *testing.T) {
 	}}
 	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
 	parent, _ := rt.Start(ctx, core.RunOptions{})
-	child, err := parent.Spawn(ctx, core.SpawnOptions{})
+	child, err := parent.Spawn(ctx, core.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,14 +505,14 @@ func TestRecordAssemblies(t *testing.T) {
 	if _, err := s.Assemble(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := core.LastAssembly(ctx, store, "", "t9")
+	rec, err := inspect.LastAssembly(ctx, store, "", "t9")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Turn != 1 || rec.Usage.Epoch.Age != 2 || rec.Bands[0].Band != "system" || rec.Bands[1].Items[1].Text() != "again" {
 		t.Fatalf("record = %+v", rec)
 	}
-	if _, err := core.LastAssembly(ctx, store, "", "other"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := inspect.LastAssembly(ctx, store, "", "other"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("other thread: %v", err)
 	}
 	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{core.Layer[int]{ID: "_strata"}}}); err == nil {
@@ -544,14 +545,14 @@ func TestEventualRecallServesStaleThenFresh(t *testing.T) {
 	ctx := context.Background()
 	release := make(chan struct{})
 	calls := 0
-	slow := core.Layer[int]{ID: "slow", Scope: core.ScopeExecution, RecallMode: core.RecallEventual, Placement: core.PlacementLive,
+	slow := core.Layer[int]{ID: "slow", Scope: core.ScopeExecution, EventualRecall: true, Placement: core.PlacementLive,
 		Hooks: core.Hooks[int]{Recall: func(ctx context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
 			calls++
 			if calls == 2 {
 				<-release // the second recall is slow
 			}
 			next := 1
-			return core.Recall[int]{Text: fmt.Sprint("result ", calls), State: &next}, nil
+			return core.Recall[int]{Items: []core.Item{core.DeveloperMessage(fmt.Sprint("result ", calls))}, State: &next}, nil
 		}}}
 	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{slow}})
 	s, _ := rt.Start(ctx, core.RunOptions{})
@@ -575,5 +576,77 @@ func TestEventualRecallServesStaleThenFresh(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("late result not served: %+v", v.Items())
+	}
+}
+
+// findCall returns the parsed arguments of the first function call named
+// name in items.
+func findCall(items []core.Item, name string) (map[string]any, bool) {
+	for _, it := range items {
+		if it.Type == core.TypeFunctionCall && it.Name == name {
+			args, err := core.DecodeArguments[map[string]any](it.Arguments)
+			return args, err == nil && args != nil
+		}
+	}
+	return nil, false
+}
+
+// Spawn takes RunOptions: a child runs on its parent's thread and
+// resource, so naming another one is refused.
+func TestSpawnRefusesAnotherThread(t *testing.T) {
+	ctx := context.Background()
+	rt, err := core.NewRuntime(core.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Start(ctx, core.RunOptions{ThreadID: "t1", ResourceID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *core.ConfigError
+	if _, err := s.Spawn(ctx, core.RunOptions{ThreadID: "t2"}); !errors.As(err, &ce) || ce.Field != "RunOptions.ThreadID" {
+		t.Fatalf("other thread: %v", err)
+	}
+	if _, err := s.Spawn(ctx, core.RunOptions{ResourceID: "u2"}); !errors.As(err, &ce) || ce.Field != "RunOptions.ResourceID" {
+		t.Fatalf("other resource: %v", err)
+	}
+	child, err := s.Spawn(ctx, core.RunOptions{RunID: "kid", ThreadID: "t1"})
+	if err != nil || child.Run().ThreadID != "t1" || child.Run().ResourceID != "u1" || child.Run().ParentRunID != s.Run().RunID {
+		t.Fatalf("child %+v %v", child, err)
+	}
+}
+
+// Dispose gets the outcome Complete was given, and "" after Close.
+func TestDisposeSeesTheOutcome(t *testing.T) {
+	ctx := context.Background()
+	var got []string
+	l := core.Layer[int]{ID: "l", Scope: core.ScopeExecution, Hooks: core.Hooks[int]{
+		Dispose: func(_ context.Context, p core.CompleteParams[int]) error {
+			got = append(got, p.Outcome+"/"+fmt.Sprint(len(p.Log)))
+			return nil
+		}}}
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, complete := range []bool{true, false} {
+		s, err := rt.Start(ctx, core.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, core.UserMessage("hi")); err != nil {
+			t.Fatal(err)
+		}
+		if complete {
+			err = s.Complete(ctx, "ok")
+		} else {
+			err = s.Close(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != "[ok/1 /1]" {
+		t.Fatalf("dispose saw %v", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/stratamem/strata/core/internal/keys"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -27,39 +28,6 @@ import (
 //     thread state under the thread id alone. The run that binds such a
 //     thread to a resource moves that state under the new key first: the
 //     thread was its owner's, and no other resource can bind it after.
-
-// bindingKey is where a thread's owner is kept. Layer ids may not start
-// with '_', so it cannot collide with a layer's state.
-func bindingKey(thread string) storage.Key {
-	return storage.Key{Scope: string(ScopeThread), ScopeID: thread, Layer: "_strata", Name: "resource"}
-}
-
-// ThreadBindingKey is the key under which the runtime keeps the resource a
-// thread belongs to (a JSON string), for tools that erase a resource.
-func ThreadBindingKey(thread string) storage.Key { return bindingKey(thread) }
-
-// threadOwner reads the resource a thread is bound to; ok is false when
-// the thread is not bound yet.
-func threadOwner(ctx context.Context, st storage.Store, thread string) (owner string, ok bool, err error) {
-	e, err := st.Get(ctx, bindingKey(thread))
-	if errors.Is(err, storage.ErrNotFound) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	if err := json.Unmarshal(e.Value, &owner); err != nil {
-		return "", false, fmt.Errorf("core: decode the owner of thread %q: %w", thread, err)
-	}
-	return owner, true, nil
-}
-
-// ThreadOwner reports the resource a thread belongs to in a runtime's
-// store ("" for a thread of no resource); ok is false for a thread no run
-// has used since threads were bound. For tools such as memctl.
-func ThreadOwner(ctx context.Context, st storage.Store, thread string) (resource string, ok bool, err error) {
-	return threadOwner(ctx, st, thread)
-}
 
 // checkRunIDs refuses thread and resource ids that cannot key state:
 // control characters (one separates the resource from the thread in a
@@ -84,7 +52,7 @@ func (s *Session) bindThread(ctx context.Context) error {
 	}
 	st := s.rt.store
 	for attempt := 0; attempt < 3; attempt++ {
-		owner, ok, err := threadOwner(ctx, st, thread)
+		owner, ok, err := keys.Owner(ctx, st, thread)
 		if err != nil {
 			return fmt.Errorf("core: read the owner of thread %q: %w", thread, err)
 		}
@@ -104,7 +72,7 @@ func (s *Session) bindThread(ctx context.Context) error {
 			}
 		}
 		raw, _ := json.Marshal(res)
-		if _, err := st.Put(ctx, bindingKey(thread), raw, 0); err != nil {
+		if _, err := st.Put(ctx, keys.Binding(thread), raw, 0); err != nil {
 			if errors.Is(err, storage.ErrConflict) {
 				continue // another run bound it meanwhile: check its owner
 			}
@@ -126,25 +94,25 @@ func (s *Session) bindThread(ctx context.Context) error {
 func (s *Session) legacyKeys(ctx context.Context) ([]storage.Key, error) {
 	thread := s.info.ThreadID
 	if l, ok := s.rt.store.(storage.Lister); ok {
-		keys, err := l.Keys(ctx, string(ScopeThread), thread)
+		listed, err := l.Keys(ctx, string(ScopeThread), thread)
 		if err != nil {
 			return nil, fmt.Errorf("core: list the state of thread %q: %w", thread, err)
 		}
-		out := keys[:0]
-		for _, k := range keys {
-			if k != bindingKey(thread) {
+		out := listed[:0]
+		for _, k := range listed {
+			if k != keys.Binding(thread) {
 				out = append(out, k)
 			}
 		}
 		return out, nil
 	}
-	keys := []storage.Key{recordKey("", thread)}
+	legacy := []storage.Key{keys.LastAssembly("", thread)}
 	for _, spec := range s.rt.specs {
 		if spec.Scope == ScopeThread {
-			keys = append(keys, storage.Key{Scope: string(ScopeThread), ScopeID: thread, Layer: spec.ID, Name: "state"})
+			legacy = append(legacy, storage.Key{Scope: string(ScopeThread), ScopeID: thread, Layer: spec.ID, Name: "state"})
 		}
 	}
-	return keys, nil
+	return legacy, nil
 }
 
 // adoptLegacyState copies the thread's legacy values under the

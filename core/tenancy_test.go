@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/core/inspect"
 	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/storage/filestore"
 )
@@ -71,7 +72,7 @@ func TestThreadBelongsToOneResource(t *testing.T) {
 	for _, res := range []string{"dave", ""} {
 		_, err = rt.Start(ctx, core.RunOptions{ThreadID: "main", ResourceID: res})
 		var tb *core.ThreadBoundError
-		if !errors.As(err, &tb) || !errors.Is(err, core.ErrThreadBound) || tb.Bound != "carol" || tb.Requested != res {
+		if !errors.As(err, &tb) || tb.Bound != "carol" || tb.Requested != res {
 			t.Fatalf("resource %q on carol's thread: %v", res, err)
 		}
 		if !strings.Contains(err.Error(), `"carol"`) {
@@ -95,13 +96,13 @@ func TestThreadBelongsToOneResource(t *testing.T) {
 	if _, err := store.Get(ctx, storage.Key{Scope: "thread", ScopeID: "main", Layer: "pad", Name: "state"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("state under the bare thread id: %v", err)
 	}
-	if rec, err := core.LastAssembly(ctx, store, "carol", "main"); err != nil || rec.ResourceID != "carol" {
+	if rec, err := inspect.LastAssembly(ctx, store, "carol", "main"); err != nil || rec.ResourceID != "carol" {
 		t.Fatalf("last assembly of (carol, main): %+v %v", rec, err)
 	}
-	if _, err := core.LastAssembly(ctx, store, "dave", "main"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := inspect.LastAssembly(ctx, store, "dave", "main"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("dave reads carol's last assembly: %v", err)
 	}
-	if owner, ok, err := core.ThreadOwner(ctx, store, "main"); err != nil || !ok || owner != "carol" {
+	if owner, ok, err := inspect.ThreadOwner(ctx, store, "main"); err != nil || !ok || owner != "carol" {
 		t.Fatalf("owner = %q %v %v", owner, ok, err)
 	}
 
@@ -161,7 +162,7 @@ func TestLegacyThreadStateIsAdopted(t *testing.T) {
 	if _, err := store.Get(ctx, storage.Key{Scope: "thread", ScopeID: "main", Layer: "pad", Name: "state"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("legacy copy left behind: %v", err)
 	}
-	if _, err := rt.Start(ctx, core.RunOptions{ThreadID: "main", ResourceID: "dave"}); !errors.Is(err, core.ErrThreadBound) {
+	if _, err := rt.Start(ctx, core.RunOptions{ThreadID: "main", ResourceID: "dave"}); !errors.As(err, new(*core.ThreadBoundError)) {
 		t.Fatalf("dave on an adopted thread: %v", err)
 	}
 }

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/layers/toolcalls"
 )
 
 // denyLayer denies every call whose arguments contain word.
 func denyLayer(word string) core.Layer[struct{}] {
 	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
-		Hooks: core.Hooks[struct{}]{BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+		Hooks: core.Hooks[struct{}]{BeforeToolCall: func(_ context.Context, p core.CallParams[struct{}]) (core.ToolDecision[struct{}], error) {
 			if strings.Contains(p.Call.Arguments, word) {
-				return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "off limits"}, nil
+				return core.ToolDecision[struct{}]{Deny: true, Reason: "off limits"}, nil
 			}
 			return core.ToolDecision[struct{}]{}, nil
 		}}}
@@ -165,7 +166,7 @@ func TestOutputCarriesItsCallAndVerdict(t *testing.T) {
 			}
 			return nil, nil
 		}}}
-	tool := core.MustTool(core.ToolDef[struct{}, string]{Name: "read", Execute: func(context.Context, struct{}, core.ToolContext) (string, error) { return "content", nil }})
+	tool := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "read", Execute: func(context.Context, struct{}, core.ToolContext) (string, error) { return "content", nil }})
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{denyLayer("secret"), watcher}, Tools: []core.Tool{tool}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,28 +199,28 @@ func TestOutputCarriesItsCallAndVerdict(t *testing.T) {
 // A BeforeToolCall hook that errors, panics or times out used to allow the
 // call: a Deny rule whose check was slow let the call run. It now denies
 // (fail closed) with a diagnostic, unless the layer opts into
-// ToolCallErrorAllow.
+// FailOpen.
 func TestBeforeToolCallFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	block := make(chan struct{})
 	defer close(block)
-	hooks := map[string]func(context.Context, core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error){
-		"errors": func(context.Context, core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+	hooks := map[string]func(context.Context, core.CallParams[struct{}]) (core.ToolDecision[struct{}], error){
+		"errors": func(context.Context, core.CallParams[struct{}]) (core.ToolDecision[struct{}], error) {
 			return core.ToolDecision[struct{}]{}, errors.New("policy backend down")
 		},
-		"panics": func(context.Context, core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+		"panics": func(context.Context, core.CallParams[struct{}]) (core.ToolDecision[struct{}], error) {
 			panic("boom")
 		},
-		"hangs": func(context.Context, core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+		"hangs": func(context.Context, core.CallParams[struct{}]) (core.ToolDecision[struct{}], error) {
 			<-block // a slow Match that ignores its context
-			return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: "too late"}, nil
+			return core.ToolDecision[struct{}]{Deny: true, Reason: "too late"}, nil
 		},
 	}
 	kinds := map[string]core.DiagnosticKind{"errors": core.KindError, "panics": core.KindPanic, "hangs": core.KindTimeout}
 	for name, hook := range hooks {
-		for _, policy := range []core.ToolCallErrorPolicy{core.ToolCallErrorDeny, core.ToolCallErrorAllow} {
-			l := core.Layer[struct{}]{ID: name, Scope: core.ScopeExecution, OnToolCallError: policy,
-				Timeouts: core.Timeouts{BeforeToolCall: 30 * time.Millisecond},
+		for _, failOpen := range []bool{false, true} {
+			l := core.Layer[struct{}]{ID: name, Scope: core.ScopeExecution, FailOpen: failOpen,
+				Timeouts: core.Timeouts{core.HookBeforeToolCall: 30 * time.Millisecond},
 				Hooks:    core.Hooks[struct{}]{BeforeToolCall: hook}}
 			rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
 			if err != nil {
@@ -229,9 +230,9 @@ func TestBeforeToolCallFailsClosed(t *testing.T) {
 			call := core.FunctionCall("c", "shell", `{"cmd":"rm -rf /"}`)
 			res, err := s.BeforeToolCall(ctx, call)
 			if err != nil {
-				t.Fatalf("%s/%q: err %v", name, policy, err)
+				t.Fatalf("%s/%v: err %v", name, failOpen, err)
 			}
-			if policy == core.ToolCallErrorAllow {
+			if failOpen {
 				if !res.Allowed {
 					t.Errorf("%s: fail-open layer denied: %+v", name, res)
 				}
@@ -252,10 +253,5 @@ func TestBeforeToolCallFailsClosed(t *testing.T) {
 				t.Errorf("%s: diagnostics %+v", name, d)
 			}
 		}
-	}
-	bad := core.Layer[struct{}]{ID: "x", OnToolCallError: "maybe"}
-	var ce *core.ConfigError
-	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{bad}}); !errors.As(err, &ce) || ce.Field != "OnToolCallError" {
-		t.Fatalf("unknown policy: %v", err)
 	}
 }

@@ -50,13 +50,13 @@ type todoArgs struct {
 // counter, and says how many todos it saw: its output depends on the
 // state it ran on.
 func todoTool(runs *atomic.Int32) core.Tool {
-	return core.MustTool(core.ToolDef[todoArgs, string]{
+	return toolcalls.MustTool(toolcalls.ToolDef[todoArgs, string]{
 		Name:  "add_todo",
-		State: &core.ToolState[[]string]{ID: "todos", Scope: core.ScopeResource},
+		State: &toolcalls.ToolState[[]string]{ID: "todos", Scope: core.ScopeResource},
 		Execute: func(_ context.Context, in todoArgs, tc core.ToolContext) (string, error) {
 			runs.Add(1)
-			todos, _ := core.GetState[[]string](tc, "todos")
-			n, _ := core.GetState[int](tc, "calls")
+			todos, _ := toolcalls.GetState[[]string](tc, "todos")
+			n, _ := toolcalls.GetState[int](tc, "calls")
 			if err := tc.Set("calls", n+1); err != nil {
 				return "", err
 			}
@@ -71,7 +71,7 @@ func todoTool(runs *atomic.Int32) core.Tool {
 func todoRuntime(t *testing.T, store storage.Store, runs *atomic.Int32) *core.Runtime {
 	t.Helper()
 	tool := todoTool(runs)
-	calls := &core.ToolState[int]{ID: "calls"} // execution-scoped
+	calls := &toolcalls.ToolState[int]{ID: "calls"} // execution-scoped
 	layers := append(toolcalls.Layers(tool), calls.Layer())
 	rt, err := core.NewRuntime(core.Config{Store: store, Tools: []core.Tool{tool}, Layers: layers})
 	if err != nil {
@@ -128,7 +128,7 @@ func TestToolRerunsOnReloadedStateAfterAConflict(t *testing.T) {
 
 // When every attempt loses the compare-and-swap, the output says the change
 // was not applied (never the tool's own output), the host gets a
-// *ToolStateError that is a storage.ErrConflict, and no state, durable or
+// *WriteError that is a storage.ErrConflict, and no state, durable or
 // in memory, holds any part of the change.
 func TestToolConflictRetriesExhaustedSayNotApplied(t *testing.T) {
 	ctx := context.Background()
@@ -151,13 +151,13 @@ func TestToolConflictRetriesExhaustedSayNotApplied(t *testing.T) {
 	if out.CallID != "c1" {
 		t.Fatalf("output answers %q", out.CallID)
 	}
-	var se *core.ToolStateError
+	var se *core.WriteError
 	if !errors.As(err, &se) || !errors.Is(err, storage.ErrConflict) || !errors.Is(err, core.ErrNotStored) {
-		t.Fatalf("error %v (%T), want a *ToolStateError matching storage.ErrConflict and core.ErrNotStored", err, err)
+		t.Fatalf("error %v (%T), want a *WriteError matching storage.ErrConflict and core.ErrNotStored", err, err)
 	}
 	want := 1 + core.ToolConflictRetries
-	if se.Tool != "add_todo" || se.Layer != "todos" || se.Attempts != want || len(se.Applied) != 0 {
-		t.Fatalf("ToolStateError %+v", se)
+	if se.Item != "add_todo" || se.Layer != "todos" || se.Attempts != want || len(se.Applied) != 0 {
+		t.Fatalf("WriteError %+v", se)
 	}
 	if int(runs.Load()) != want {
 		t.Fatalf("tool ran %d times, want %d", runs.Load(), want)
@@ -193,9 +193,9 @@ func TestToolConflictRetriesExhaustedSayNotApplied(t *testing.T) {
 // and the output does not claim success either.
 func TestToolWriteOfWrongTypeSaysNotSaved(t *testing.T) {
 	ctx := context.Background()
-	tool := core.MustTool(core.ToolDef[struct{}, string]{
+	tool := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{
 		Name:  "bad",
-		State: &core.ToolState[int]{},
+		State: &toolcalls.ToolState[int]{},
 		Execute: func(_ context.Context, _ struct{}, tc core.ToolContext) (string, error) {
 			return "done", tc.Set("bad", "not an int")
 		},
@@ -208,7 +208,7 @@ func TestToolWriteOfWrongTypeSaysNotSaved(t *testing.T) {
 	call := core.FunctionCall("c", "bad", `{}`)
 	_ = s.Record(ctx, call)
 	out, err := s.ExecuteTool(ctx, call)
-	var se *core.ToolStateError
+	var se *core.WriteError
 	if !errors.As(err, &se) || se.Attempts != 1 || errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("error %v", err)
 	}
@@ -246,7 +246,7 @@ func TestToolWriteTheStoreRefusesSaysNotSaved(t *testing.T) {
 	store.fail.Store(true)
 	out, err := s.ExecuteTool(ctx, call)
 	store.fail.Store(false)
-	var se *core.ToolStateError
+	var se *core.WriteError
 	if !errors.As(err, &se) || !errors.Is(err, errStoreDown) || !errors.Is(err, core.ErrNotStored) || errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("error %v", err)
 	}
@@ -263,7 +263,7 @@ func TestToolWriteTheStoreRefusesSaysNotSaved(t *testing.T) {
 // is no longer only the model's to read.
 func TestToolErrorNotStoredReachesTheHost(t *testing.T) {
 	ctx := context.Background()
-	tool := core.MustTool(core.ToolDef[struct{}, string]{
+	tool := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{
 		Name: "remember",
 		Execute: func(context.Context, struct{}, core.ToolContext) (string, error) {
 			return "", &core.WriteError{Layer: "remember", Item: "fact 1", Err: errStoreDown}

@@ -13,8 +13,8 @@
 // view is held to a hard token budget (TokenBudget - ResponseReserve),
 // claimed in this order: system and tail (both never dropped: the tail is
 // steering guidance, so it is claimed right after the system prompt rather
-// than after the layers as the spec's list suggests; the spec also says
-// the tail is never dropped, and only this order can promise it), anchor,
+// than after the layers: a tail that is never dropped can only be promised
+// if it is claimed before anything that may be), anchor,
 // live, then the context updates (all of them or none, since a dropped
 // update would leave the model reading a block known to be stale), with
 // history taking what remains and keeping its most recent items. A

@@ -3,7 +3,7 @@
 // re-anchor reason, the band sizes, and each layer's band, service, tokens
 // and churn. Plug it in with core.Config.Tracer:
 //
-//	rt, err := core.NewRuntime(core.Config{Tracer: telemetry.NewTracer(otel.GetTracerProvider()), ...})
+//	rt, err := core.NewRuntime(core.Config{Tracer: telemetry.NewTracer(otel.GetTracerProvider()).StartAssemble, ...})
 //
 // Attribute names start with "strata.context." so dashboards can find them.
 //
@@ -71,7 +71,8 @@ type Options struct {
 	ErrorMessages bool
 }
 
-// Tracer implements core.AssembleTracer with OpenTelemetry.
+// Tracer traces assemblies with OpenTelemetry: its StartAssemble is a
+// core.Config.Tracer.
 type Tracer struct {
 	tracer trace.Tracer
 	opts   Options
@@ -116,8 +117,8 @@ func (t *Tracer) id(key, v string) (attribute.KeyValue, bool) {
 	return attribute.KeyValue{}, false
 }
 
-// StartAssemble implements core.AssembleTracer: one span "strata.assemble"
-// per assembly.
+// StartAssemble is a core.Config.Tracer: one span "strata.assemble" per
+// assembly.
 func (t *Tracer) StartAssemble(ctx context.Context, run core.RunInfo, turn int) (context.Context, func(*core.Usage, error)) {
 	attrs := []attribute.KeyValue{attribute.Int("strata.turn", turn)}
 	for _, kv := range [][2]string{{"strata.run.id", run.RunID}, {"strata.thread.id", run.ThreadID}, {"strata.resource.id", run.ResourceID}} {
@@ -169,7 +170,7 @@ func Attributes(u *core.Usage) []attribute.KeyValue {
 			attribute.Int("strata.context.epoch.age", e.Age),
 			attribute.Int("strata.context.epoch.anchor_tokens", e.AnchorTokens),
 			attribute.Int("strata.context.epoch.update_tokens", e.UpdateTokens),
-			attribute.String("strata.context.epoch.reanchor_reason", e.ReanchorReason),
+			attribute.String("strata.context.epoch.reanchor_reason", string(e.ReanchorReason)),
 			attribute.Bool("strata.context.epoch.reanchored", e.Reanchored),
 			attribute.Bool("strata.context.epoch.blind", e.Blind),
 		)
@@ -184,7 +185,7 @@ func Attributes(u *core.Usage) []attribute.KeyValue {
 			attribute.Int(p+"rebill_tokens", l.RebillTokens),
 		)
 		if l.Update != "" {
-			attrs = append(attrs, attribute.String(p+"update", l.Update))
+			attrs = append(attrs, attribute.String(p+"update", string(l.Update)))
 		}
 	}
 	return attrs

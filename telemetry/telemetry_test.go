@@ -24,7 +24,7 @@ func TestSpanPerAssembly(t *testing.T) {
 		Hooks: core.Hooks[int]{Recall: func(context.Context, core.RecallParams[int]) (core.Recall[int], error) {
 			return core.Text[int]("remember this")
 		}}}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}, Tracer: telemetry.NewTracer(tp)})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}, Tracer: telemetry.NewTracer(tp).StartAssemble})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func spansOf(t *testing.T, mk func(tp trace.TracerProvider) *telemetry.Tracer) t
 			return core.Text[int]("remember this")
 		}}}
 	tr := mk(tp)
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{hook}, Tracer: tr})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{hook}, Tracer: tr.StartAssemble})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/stratamem/strata/provider/openai"
 	"github.com/stratamem/strata/provider/scripted"
 	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/tokens/tiktoken"
 )
 
 func main() {
@@ -61,7 +62,7 @@ func main() {
 	if *fresh && !*interactive {
 		_ = os.RemoveAll(*data)
 	}
-	tk, err := tokens.New(tokens.O200kBase)
+	tk, err := tiktoken.New(tiktoken.O200kBase)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
@@ -153,7 +154,7 @@ type addTodo struct {
 	Item string `json:"item" jsonschema:"what to do"`
 }
 
-var todoState = &core.ToolState[Todo]{
+var todoState = &toolcalls.ToolState[Todo]{
 	ID: "todos",
 	Recall: func(s Todo) (string, bool) {
 		if len(s.Items) == 0 {
@@ -165,24 +166,26 @@ var todoState = &core.ToolState[Todo]{
 	Scope: core.ScopeResource,
 }
 
-var writeTodo = core.MustTool(core.ToolDef[addTodo, string]{
+var writeTodo = toolcalls.MustTool(toolcalls.ToolDef[addTodo, string]{
 	Name: "add_todo", Description: "Add an item to the user's todo list.", State: todoState,
 	Execute: func(_ context.Context, in addTodo, tc core.ToolContext) (string, error) {
-		st, _ := core.GetState[Todo](tc, "todos")
+		st, _ := toolcalls.GetState[Todo](tc, "todos")
 		next := Todo{Items: append(append([]string(nil), st.Items...), in.Item)}
 		return "added", tc.Set("todos", next)
 	},
 })
 
-var deleteFiles = core.MustTool(core.ToolDef[struct{}, string]{
+var deleteFiles = toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{
 	Name: "delete_all_files", Description: "Delete every file of the user.",
 	Execute: func(context.Context, struct{}, core.ToolContext) (string, error) {
 		return "", errors.New("this tool must never run: steering denies it")
 	},
 })
 
-// layers builds every layer of the agent on one memory store.
-func layers(store *memory.Store, tk tokens.Tokenizer) ([]core.AnyLayer, error) {
+// layers builds every layer of the agent on one memory store. The
+// memory layers count their output with the runtime's tokenizer (tk in
+// main), so none is given one.
+func layers(store *memory.Store) ([]core.AnyLayer, error) {
 	instr, err := instructions.New(instructions.Options{Text: "You are a personal assistant. Keep answers to two sentences. " +
 		"Record people and organisations with entity/update, dated facts with temporal/record, " +
 		"working notes with scratchpad/update, and todos with add_todo."})
@@ -196,11 +199,11 @@ func layers(store *memory.Store, tk tokens.Tokenizer) ([]core.AnyLayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	scratch, err := scratchpad.New(store, scratchpad.Options{Scope: core.ScopeResource})
+	scratch, err := scratchpad.New(store, scratchpad.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return nil, err
 	}
-	ents, err := entity.New(store, entity.Options{Scope: core.ScopeResource, Tokenizer: tk})
+	ents, err := entity.New(store, entity.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return nil, err
 	}
@@ -208,19 +211,19 @@ func layers(store *memory.Store, tk tokens.Tokenizer) ([]core.AnyLayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts, err := temporal.New(store, temporal.Options{Scope: core.ScopeResource, Tokenizer: tk})
+	facts, err := temporal.New(store, temporal.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return nil, err
 	}
-	obs, err := observations.New(store, observations.Options{Scope: core.ScopeResource})
+	obs, err := observations.New(store, observations.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return nil, err
 	}
-	recall, err := semantic.New(store, semantic.Options{Scope: core.ScopeResource, Tokenizer: tk})
+	recall, err := semantic.New(store, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return nil, err
 	}
-	out := []core.AnyLayer{instr, steer, scratch, ents, eps, facts.Layer(), obs.Layer(), recall.Layer()}
+	out := []core.AnyLayer{instr, steer, scratch, ents, eps, facts, obs, recall}
 	return append(out, toolcalls.Layers(writeTodo, deleteFiles)...), nil
 }
 
@@ -230,7 +233,7 @@ func run(ctx context.Context, w io.Writer, dir, resource string, model provider.
 		return err
 	}
 	defer env.Close()
-	ls, err := layers(env.Memory, tk)
+	ls, err := layers(env.Memory)
 	if err != nil {
 		return err
 	}
@@ -268,7 +271,7 @@ func run(ctx context.Context, w io.Writer, dir, resource string, model provider.
 				c := round.Cache
 				ep := round.View.Usage.Epoch
 				fmt.Fprintf(w, "  call %d: view %d tokens + tool schemas; cache read %d, write %d, uncached %d; epoch %s age %d",
-					r+1, round.View.Tokens(), c.ReadTokens, c.WriteTokens, c.UncachedTokens, ep.ID, ep.Age)
+					r+1, round.View.Usage.Total, c.ReadTokens, c.WriteTokens, c.UncachedTokens, ep.ID, ep.Age)
 				if ep.Reanchored {
 					fmt.Fprintf(w, " (re-anchored: %s)", ep.ReanchorReason)
 				}
@@ -366,13 +369,13 @@ func scriptedAgent(req provider.Request, call int) ([]core.Item, error) {
 // printView shows a view band by band, what was published this turn, and
 // the per-layer usage report.
 func printView(w io.Writer, v *core.View) {
-	fmt.Fprintf(w, "\n  --- view %d: %d items, %d tokens ---\n", v.Turn+1, v.Len(), v.Tokens())
+	fmt.Fprintf(w, "\n  --- view %d: %d items, %d tokens ---\n", v.Usage.Turn+1, v.Len(), v.Usage.Total)
 	for _, b := range []core.Band{core.BandSystem, core.BandAnchor, core.BandHistory, core.BandLive, core.BandUpdates, core.BandTail} {
 		items := v.Band(b)
 		if len(items) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  [%s] %d tokens\n", b, v.BandTokens(b))
+		fmt.Fprintf(w, "  [%s] %d tokens\n", b, v.Usage.BandTokens[b])
 		for _, it := range items {
 			if b == core.BandLive {
 				// What recall found this turn, in full: the point of

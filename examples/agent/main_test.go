@@ -11,7 +11,7 @@ import (
 	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/embed/uselite"
 	"github.com/stratamem/strata/provider/scripted"
-	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/tokens/tiktoken"
 )
 
 // The example runs its built-in script offline with the real default
@@ -23,7 +23,7 @@ func TestBuiltinScript(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	tk, err := tokens.New(tokens.O200kBase)
+	tk, err := tiktoken.New(tiktoken.O200kBase)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package filesystem is the spec's filesystem layer: it tracks the files a
+// Package filesystem is the filesystem layer: it tracks the files a
 // conversation refers to and injects their current content, scored by
 // priority and recency within the layer's token budget, with a renderDelta
 // that republishes only the files that changed.

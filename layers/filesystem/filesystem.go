@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/internal/fsutil"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -291,8 +292,8 @@ func (l *layer) readPaths(it core.Item) []string {
 		if !ok {
 			return nil
 		}
-		args, ok := core.FindFunctionCall([]core.Item{it}, it.Name)
-		if !ok {
+		args, err := core.DecodeArguments[map[string]any](it.Arguments)
+		if err != nil {
 			return nil
 		}
 		switch v := args[arg].(type) {
@@ -420,7 +421,7 @@ func (l *layer) resolve(root *os.Root, raw string) (string, error) {
 	}
 	info, err := root.Stat(name)
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) && escapes(l.root, name) {
+		if !errors.Is(err, os.ErrNotExist) && fsutil.Escapes(l.root, name) {
 			return "", fmt.Errorf("%w: %q", ErrOutsideRoot, raw)
 		}
 		return "", fmt.Errorf("%w: %w", ErrNotFile, err)
@@ -460,22 +461,6 @@ func (l *layer) lexical(raw string) (string, error) {
 		return "", fmt.Errorf("%w: %q", ErrOutsideRoot, raw)
 	}
 	return name, nil
-}
-
-// escapes reports whether name, under root, resolves through symbolic
-// links to a place outside root. It only classifies an error os.Root
-// already returned; os.Root enforces the confinement.
-func escapes(root, name string) bool {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return false
-	}
-	target, err := filepath.EvalSymlinks(filepath.Join(root, name))
-	if err != nil {
-		return false
-	}
-	rel, err := filepath.Rel(realRoot, target)
-	return err != nil || !filepath.IsLocal(rel)
 }
 
 type pathsArgs struct {

@@ -158,8 +158,8 @@ func TestEditRepublishesOnlyTheChangedFile(t *testing.T) {
 		t.Fatalf("usage = %+v", lu)
 	}
 	// The update costs one file, not twelve.
-	if v3.Usage.Epoch.UpdateTokens*4 > v3.BandTokens(core.BandAnchor) {
-		t.Fatalf("update %d tokens vs anchor %d: not a delta", v3.Usage.Epoch.UpdateTokens, v3.BandTokens(core.BandAnchor))
+	if v3.Usage.Epoch.UpdateTokens*4 > v3.Usage.BandTokens[core.BandAnchor] {
+		t.Fatalf("update %d tokens vs anchor %d: not a delta", v3.Usage.Epoch.UpdateTokens, v3.Usage.BandTokens[core.BandAnchor])
 	}
 
 	// A deleted file is reported as removed, next to the edited one.
@@ -207,8 +207,9 @@ func TestPathTraversalRefused(t *testing.T) {
 	}
 
 	// The provided function says why.
-	out, err := s.CallFunction(ctx, core.FunctionCall("c1", "filesystem/track",
+	out, err := s.ExecuteTool(ctx, core.FunctionCall("c1", "filesystem/track",
 		`{"paths":["../outside/secret.txt","link.txt","`+filepath.ToSlash(filepath.Join(root, "b.txt"))+`","missing.txt"]}`))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestPathTraversalRefused(t *testing.T) {
 		}
 	}
 
-	if out, _ := s.CallFunction(ctx, core.FunctionCall("c2", "filesystem/track", `{"paths":[]}`)); !strings.HasPrefix(out.Output, "error: ") {
+	if out, _ := s.ExecuteTool(ctx, core.FunctionCall("c2", "filesystem/track", `{"paths":[]}`)); !strings.HasPrefix(out.Output, "error: ") {
 		t.Fatalf("empty paths: %q", out.Output)
 	}
 
@@ -438,7 +439,7 @@ func TestTrackFunctionCapsPaths(t *testing.T) {
 		paths[i] = "a.txt"
 	}
 	raw, _ := json.Marshal(map[string]any{"paths": paths})
-	out, err := s.CallFunction(context.Background(), core.FunctionCall("c1", "filesystem/track", string(raw)))
+	out, err := s.ExecuteTool(context.Background(), core.FunctionCall("c1", "filesystem/track", string(raw)))
 	if err != nil || !strings.Contains(out.Output, "at most 256") {
 		t.Fatalf("257 paths: %q %v", out.Output, err)
 	}
@@ -482,7 +483,7 @@ func TestLargeBinaryAndMarkdownFiles(t *testing.T) {
 		t.Fatalf("update headings = %v", h)
 	}
 	// Untracking the readme reports it removed.
-	out, err := s.CallFunction(ctx, core.FunctionCall("c1", "filesystem/untrack", `{"paths":["./README.md"]}`))
+	out, err := s.ExecuteTool(ctx, core.FunctionCall("c1", "filesystem/untrack", `{"paths":["./README.md"]}`))
 	if err != nil || out.Output != "No longer tracking: README.md." {
 		t.Fatalf("untrack: %+v %v", out, err)
 	}

@@ -3,8 +3,8 @@
 // hitting.
 //
 // A window that slides by one message per turn moves the front of the
-// history every turn, so the provider re-bills all of it every turn (see
-// the spec's "where the cache still breaks"). This layer caps by item
+// history every turn, so the provider re-bills all of it every turn: the
+// cache breaks at the first changed byte. This layer caps by item
 // count and by tokens with a high and a low watermark: once the history
 // grows past the cap it cuts back to the low watermark in one step, then
 // holds that front still while the history grows back to the cap. The
@@ -61,8 +61,8 @@ func Layer(opts Options) (core.Layer[struct{}], error) {
 	}
 	return core.Layer[struct{}]{
 		ID: opts.ID, Name: "History cap", Scope: core.ScopeExecution, Budget: core.Fixed(0),
-		Hooks: core.Hooks[struct{}]{ProjectHistory: func(_ context.Context, p core.ProjectHistoryParams[struct{}]) (core.HistoryProjection, error) {
-			return core.HistoryProjection{Start: Front(p.History, p.TokensOf, opts)}, nil
+		Hooks: core.Hooks[struct{}]{ProjectHistory: func(_ context.Context, p core.ProjectHistoryParams[struct{}]) (int, []core.Item, error) {
+			return Front(p.History, p.TokensOf, opts), nil, nil
 		}},
 	}, nil
 }

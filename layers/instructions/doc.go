@@ -1,4 +1,4 @@
-// Package instructions is the spec's load-once instructions layer:
+// Package instructions is the load-once instructions layer:
 // instructional content from a string and from files, rendered at the
 // front of the context and held still there so the prompt cache keeps it.
 //
@@ -42,5 +42,5 @@
 // the source attribute is XML-escaped. The same options and files always
 // render the same bytes. The layer's placement is core.PlacementAnchor: it
 // renders before history and its first rendering is pinned for the epoch.
-// Its default slot is 10, before the spec's built-in slots.
+// Its default slot is 10, before the other built-in layers' slots.
 package instructions

@@ -22,7 +22,7 @@ func TestFIFOIsRefusedNotOpened(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	l, err := instructions.New(instructions.Options{Root: dir, Files: []string{"AGENTS.md"},
-		Timeouts: core.Timeouts{Init: 5 * time.Second}})
+		Timeouts: core.Timeouts{core.HookInit: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/internal/fsutil"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -67,7 +68,7 @@ type Options struct {
 	// MaxFileBytes bounds each file; 0 means DefaultMaxFileBytes. A larger
 	// file fails init with ErrFileTooLarge.
 	MaxFileBytes int64
-	// OnInitError is core.InitErrorThrow (the zero value: a load failure
+	// OnInitError is core.InitErrorAbort (the zero value: a load failure
 	// aborts the run) or core.InitErrorDisable (run without the layer).
 	OnInitError core.InitErrorPolicy
 	// Timeouts override the runtime's hook timeouts (Init reads the files).
@@ -139,7 +140,7 @@ func New(opts Options) (core.Layer[State], error) {
 		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("unknown scope %q", opts.Scope))
 	}
 	switch opts.OnInitError {
-	case core.InitErrorThrow, core.InitErrorDisable:
+	case core.InitErrorAbort, core.InitErrorDisable:
 	default:
 		return core.Layer[State]{}, bad("OnInitError", fmt.Sprintf("unknown policy %q", opts.OnInitError))
 	}
@@ -259,7 +260,7 @@ func (l *loader) read(root *os.Root, name string) (string, error) {
 	// (openFlags), should a FIFO be swapped in after the stat.
 	info, err := root.Stat(name)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && escapes(l.root, name) {
+		if !errors.Is(err, fs.ErrNotExist) && fsutil.Escapes(l.root, name) {
 			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
 		}
 		return "", err
@@ -269,7 +270,7 @@ func (l *loader) read(root *os.Root, name string) (string, error) {
 	}
 	f, err := root.OpenFile(name, openFlags, 0)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && escapes(l.root, name) {
+		if !errors.Is(err, fs.ErrNotExist) && fsutil.Escapes(l.root, name) {
 			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
 		}
 		return "", err
@@ -293,22 +294,6 @@ func (l *loader) read(root *os.Root, name string) (string, error) {
 		return "", fmt.Errorf("%w: not UTF-8 text", ErrNotText)
 	}
 	return strings.TrimRight(string(raw), "\r\n"), nil
-}
-
-// escapes reports whether name, under root, resolves (through symbolic
-// links) to a place outside root. It only classifies an error os.Root
-// already returned; os.Root is what enforces the confinement.
-func escapes(root, name string) bool {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return false
-	}
-	target, err := filepath.EvalSymlinks(filepath.Join(root, name))
-	if err != nil {
-		return false
-	}
-	rel, err := filepath.Rel(realRoot, target)
-	return err != nil || !filepath.IsLocal(rel)
 }
 
 // Render returns the developer messages of blocks, one per block, in

@@ -1,4 +1,4 @@
-// Package steering is the spec's steering layer: rules that allow, deny or
+// Package steering is the steering layer: rules that allow, deny or
 // guide the model's tool calls (the beforeToolCall hook) and guide its
 // responses (the afterModelCall hook).
 //
@@ -15,9 +15,9 @@
 //
 // A call no Allow or Deny rule matches runs. A Match function that panics
 // denies the call (fail closed) with a reason naming the rule, and one that
-// outlasts the beforeToolCall timeout (core.Timeouts.BeforeToolCall, 2 s
+// outlasts the beforeToolCall timeout (core.Timeouts[core.HookBeforeToolCall], 2 s
 // by default) denies it too: the runtime treats a hook that errors, panics
-// or times out as a denial (core.ToolCallErrorDeny), with a diagnostic. A
+// or times out as a denial (core.Layer.FailOpen is off), with a diagnostic. A
 // panicking response rule is skipped.
 //
 // Match sees the JSON arguments as the model wrote them; a substring test

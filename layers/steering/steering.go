@@ -204,10 +204,10 @@ func New(opts Options) (core.Layer[State], error) {
 		// answers.
 		Placement: core.PlacementTail, Timeouts: opts.Timeouts,
 		Hooks: core.Hooks[State]{
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[State]) (core.ToolDecision[State], error) {
+			BeforeToolCall: func(_ context.Context, p core.CallParams[State]) (core.ToolDecision[State], error) {
 				return Decide(rules, p.State, p.Call), nil
 			},
-			AfterModelCall: func(_ context.Context, p core.ModelCallParams[State]) (*State, error) {
+			AfterModelCall: func(_ context.Context, p core.StoreParams[State]) (*State, error) {
 				st, changed := p.State, false
 				for _, r := range responses {
 					if matched, ok := safely(func() bool { return r.Match(p.NewItems) }); ok && matched {
@@ -226,7 +226,9 @@ func New(opts Options) (core.Layer[State], error) {
 				if !ok {
 					return core.Recall[State]{}, nil
 				}
-				return core.Recall[State]{Text: text, State: &rest}, nil
+				r, _ := core.Text[State](text)
+				r.State = &rest
+				return r, nil
 			},
 		},
 	}, nil
@@ -246,7 +248,7 @@ func Decide(rules []Rule, st State, call core.Item) core.ToolDecision[State] {
 		if r.Match != nil {
 			matched, ok := safely(func() bool { return r.Match(call) })
 			if !ok {
-				d.Verdict, d.Reason = core.Deny, fmt.Sprintf("steering rule %q could not be checked", r.Name)
+				d.Deny, d.Reason = true, fmt.Sprintf("steering rule %q could not be checked", r.Name)
 				break
 			}
 			if !matched {
@@ -259,7 +261,7 @@ func Decide(rules []Rule, st State, call core.Item) core.ToolDecision[State] {
 			changed = changed || added
 		}
 		if r.Action == Deny {
-			d.Verdict, d.Reason = core.Deny, r.Reason
+			d.Deny, d.Reason = true, r.Reason
 		}
 		if r.Action != Guide {
 			break

@@ -325,12 +325,12 @@ func TestArgsContainMatchesWhatTheToolReceives(t *testing.T) {
 		`{"q":{"parts":["x","dele\u0074e"]}}`,
 		`{"sql":"DELETE FROM`, // not JSON: matched raw
 	} {
-		if d := steering.Decide(rules, steering.State{}, core.FunctionCall("c", "sql_exec", args)); d.Verdict != core.Deny {
+		if d := steering.Decide(rules, steering.State{}, core.FunctionCall("c", "sql_exec", args)); !d.Deny {
 			t.Errorf("%s: allowed", args)
 		}
 	}
 	for _, args := range []string{`{"sql":"SELECT * FROM orders"}`, `{}`, ``, `{"n":42}`} {
-		if d := steering.Decide(rules, steering.State{}, core.FunctionCall("c", "sql_exec", args)); d.Verdict == core.Deny {
+		if d := steering.Decide(rules, steering.State{}, core.FunctionCall("c", "sql_exec", args)); d.Deny {
 			t.Errorf("%s: denied", args)
 		}
 	}
@@ -351,7 +351,7 @@ func TestSlowMatchDenies(t *testing.T) {
 	s := newSession(t, steering.Options{
 		Rules: []steering.Rule{{Name: "no-rm", Tool: "shell", Action: steering.Deny, Reason: "no",
 			Match: func(core.Item) bool { <-release; return true }}},
-		Timeouts: core.Timeouts{BeforeToolCall: 20 * time.Millisecond},
+		Timeouts: core.Timeouts{core.HookBeforeToolCall: 20 * time.Millisecond},
 	}, nil, "")
 	res, err := s.BeforeToolCall(ctx, core.FunctionCall("c", "shell", `{"cmd":"rm -rf /"}`))
 	if err != nil {

@@ -1,7 +1,8 @@
-// Package toolcalls generates the context layers of tool-owned state (the
-// spec's toolCalls()): one layer per unique state id declared by the
-// tools, so tools that name the same id share one state, which the next
-// recall renders.
+// Package toolcalls builds host tools from typed Go functions (NewTool,
+// MustTool) with the context state they share (ToolState), and generates
+// the context layers of that state (Layers): one layer per unique state
+// id declared by the tools, so tools that name the same id share one
+// state, which the next recall renders.
 //
 //	tools := []core.Tool{writeTodos, updateTodo}
 //	rt, err := core.NewRuntime(core.Config{
@@ -10,14 +11,14 @@
 //	})
 //
 // State is execution-scoped by default: it lives for the run. Declare
-// another scope on the core.ToolState to keep it across runs. A thread or
+// another scope on the ToolState to keep it across runs. A thread or
 // resource scope shares the state with the other runs of the thread or
 // resource, in this process or another one on the same store: each write
 // is a compare-and-swap, and a tool whose write lost is run again on the
-// state the other run stored (core.ToolConflictRetries times at most),
+// state the other run stored (three times at most),
 // so a tool's Execute must be safe to re-run. When it keeps losing, the
 // output tells the model the change was not applied and
-// core.Session.ExecuteTool returns a *core.ToolStateError: the model never
+// core.Session.ExecuteTool returns a *core.WriteError: the model never
 // reads success for a change that was not kept.
 package toolcalls
 
@@ -28,8 +29,9 @@ import (
 )
 
 // Layers returns one layer per unique state id among the tools'
-// declarations, in the order the ids first appear. Tools without a
-// declaration add nothing. When two declarations share an id and a state
+// declarations (a tool built by NewTool, or any core.Tool with a
+// State() Decl method), in the order the ids first appear. Tools without
+// a declaration add nothing. When two declarations share an id and a state
 // type, the first one defines the layer. When their state types differ
 // they cannot share one state: both layers are returned, so
 // core.NewRuntime refuses the configuration with a *core.ConfigError
@@ -42,7 +44,11 @@ func Layers(tools ...core.Tool) []core.AnyLayer {
 		if t == nil {
 			continue
 		}
-		decl := t.State()
+		st, ok := t.(interface{ State() Decl })
+		if !ok {
+			continue
+		}
+		decl := st.State()
 		if decl == nil {
 			continue
 		}

@@ -26,7 +26,7 @@ type TodoState struct {
 
 const todoID = "todos"
 
-var todoContext = &core.ToolState[TodoState]{
+var todoContext = &toolcalls.ToolState[TodoState]{
 	ID:   todoID,
 	Init: func() TodoState { return TodoState{} },
 	Recall: func(s TodoState) (string, bool) {
@@ -51,10 +51,10 @@ type updateArgs struct {
 }
 
 func todoTools(t *testing.T) []core.Tool {
-	write, err := core.NewTool(core.ToolDef[writeArgs, []TodoItem]{
+	write, err := toolcalls.NewTool(toolcalls.ToolDef[writeArgs, []TodoItem]{
 		Name: "write_todos", Description: "Create new todo items.", State: todoContext,
 		Execute: func(_ context.Context, in writeArgs, tc core.ToolContext) ([]TodoItem, error) {
-			st, _ := core.GetState[TodoState](tc, todoID)
+			st, _ := toolcalls.GetState[TodoState](tc, todoID)
 			var added []TodoItem
 			for _, d := range in.Items {
 				added = append(added, TodoItem{ID: fmt.Sprintf("t%d", len(st.Items)+len(added)+1), Description: d, Status: "pending"})
@@ -66,10 +66,10 @@ func todoTools(t *testing.T) []core.Tool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	update, err := core.NewTool(core.ToolDef[updateArgs, TodoItem]{
+	update, err := toolcalls.NewTool(toolcalls.ToolDef[updateArgs, TodoItem]{
 		Name: "update_todo", Description: "Update the status of a todo item.", State: todoContext,
 		Execute: func(_ context.Context, in updateArgs, tc core.ToolContext) (TodoItem, error) {
-			st, _ := core.GetState[TodoState](tc, todoID)
+			st, _ := toolcalls.GetState[TodoState](tc, todoID)
 			next := TodoState{Items: append([]TodoItem(nil), st.Items...)}
 			for i := range next.Items {
 				if next.Items[i].ID == in.ID {
@@ -140,13 +140,13 @@ func TestTodoExample(t *testing.T) {
 
 func TestPanickingAndHungToolsAreContained(t *testing.T) {
 	ctx := context.Background()
-	state := &core.ToolState[int]{ID: "counter"}
-	boom := core.MustTool(core.ToolDef[struct{}, string]{Name: "boom", State: state,
+	state := &toolcalls.ToolState[int]{ID: "counter"}
+	boom := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "boom", State: state,
 		Execute: func(_ context.Context, _ struct{}, tc core.ToolContext) (string, error) {
 			_ = tc.Set("counter", 99)
 			panic("tool bug")
 		}})
-	hang := core.MustTool(core.ToolDef[struct{}, string]{Name: "hang", State: state,
+	hang := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "hang", State: state,
 		Execute: func(ctx context.Context, _ struct{}, tc core.ToolContext) (string, error) {
 			_ = tc.Set("counter", 7)
 			<-ctx.Done()
@@ -177,9 +177,9 @@ func TestPanickingAndHungToolsAreContained(t *testing.T) {
 // run time): the runtime now refuses the configuration.
 func TestOneIDTwoStateTypesIsAConfigError(t *testing.T) {
 	noop := func(_ context.Context, _ struct{}, _ core.ToolContext) (string, error) { return "", nil }
-	a := core.MustTool(core.ToolDef[struct{}, string]{Name: "a", State: &core.ToolState[int]{ID: "shared"}, Execute: noop})
-	b := core.MustTool(core.ToolDef[struct{}, string]{Name: "b", State: &core.ToolState[string]{ID: "shared"}, Execute: noop})
-	c := core.MustTool(core.ToolDef[struct{}, string]{Name: "c", State: &core.ToolState[int]{ID: "shared"}, Execute: noop})
+	a := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "a", State: &toolcalls.ToolState[int]{ID: "shared"}, Execute: noop})
+	b := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "b", State: &toolcalls.ToolState[string]{ID: "shared"}, Execute: noop})
+	c := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: "c", State: &toolcalls.ToolState[int]{ID: "shared"}, Execute: noop})
 	tools := []core.Tool{a, b, c}
 	layers := toolcalls.Layers(tools...)
 	if len(layers) != 2 {

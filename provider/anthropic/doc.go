@@ -58,7 +58,7 @@
 //     user block goes first: "<system-reminder>The conversation continues
 //     from earlier messages.</system-reminder>" (with newlines inside the
 //     tags), the same every time so the cached prefix does not move.
-//   - Tools: every FunctionSpec becomes a tool whose input_schema is its
+//   - Tools: every ToolSpec becomes a tool whose input_schema is its
 //     Parameters, sent as they are. The schema must be an object with
 //     "type": "object", as the API requires; any other fails with
 //     ErrInvalidRequest naming the tool.

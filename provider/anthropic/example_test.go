@@ -53,7 +53,7 @@ func Example() {
 		called := false
 		for _, it := range resp.Items {
 			if it.Type == core.TypeFunctionCall {
-				out, _ := sess.CallFunction(ctx, it)
+				out, _ := sess.ExecuteTool(ctx, it)
 				_ = sess.Append(ctx, out)
 				called = true
 			} else {

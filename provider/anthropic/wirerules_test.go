@@ -130,7 +130,7 @@ func TestToolSchemaMustBeObject(t *testing.T) {
 	m := newModel(t, f, anthropic.Options{})
 	for _, params := range []string{`{"properties":{"q":{"type":"string"}}}`, `{"type":"array"}`, `{"type":["object"]}`} {
 		layer := core.Layer[int]{ID: "search", Scope: core.ScopeExecution,
-			Functions: []core.Function[int]{{Name: "find", Parameters: json.RawMessage(params)}}}
+			Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "find", Parameters: json.RawMessage(params)}}}}
 		s := pt.StartSession(t, core.Config{Layers: []core.AnyLayer{layer}})
 		pt.Must(t, s.Append(context.Background(), core.UserMessage("hi")))
 		_, err := m.Respond(context.Background(), provider.Request{View: pt.Assemble(t, s)})

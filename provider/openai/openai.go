@@ -246,7 +246,7 @@ func breakpointSet(v *core.View) map[int]bool {
 }
 
 // schemaObject decodes a tool's parameters, keeping numbers as written.
-func schemaObject(t core.FunctionSpec) (map[string]any, error) {
+func schemaObject(t core.ToolSpec) (map[string]any, error) {
 	raw := bytes.TrimSpace(t.Parameters)
 	if len(raw) == 0 {
 		raw = []byte(`{"type":"object"}`)

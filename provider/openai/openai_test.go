@@ -54,10 +54,10 @@ func TestInvalidViews(t *testing.T) {
 			t.Fatalf("%v empty view: %v", api, err)
 		}
 		// Two functions that meet on the wire cannot be told apart.
-		a := core.Layer[int]{ID: "a", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "b_c"}}}
-		ab := core.Layer[int]{ID: "a_b", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "c"}}}
+		a := core.Layer[int]{ID: "a", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "b_c"}}}}
+		ab := core.Layer[int]{ID: "a_b", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "c"}}}}
 		// "a/b_c" -> "a__b_c", "a_b/c" -> "a_b__c": distinct; "a.b/c" -> "a_b__c" collides.
-		adot := core.Layer[int]{ID: "a.b", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Name: "c"}}}
+		adot := core.Layer[int]{ID: "a.b", Scope: core.ScopeExecution, Functions: []core.Function[int]{{Spec: core.ToolSpec{Name: "c"}}}}
 		s = pt.StartSession(t, core.Config{Layers: []core.AnyLayer{a, ab, adot}})
 		pt.Must(t, s.Append(context.Background(), core.UserMessage("hi")))
 		if _, err := m.Respond(context.Background(), provider.Request{View: pt.Assemble(t, s)}); !errors.Is(err, openai.ErrInvalidRequest) ||

@@ -137,7 +137,7 @@ func GoldenViews(t testing.TB) []GoldenView {
 		core.FunctionCall("call_2", "notes/add", `{"text":"eggs"}`)}
 	Must(t, s.Record(ctx, append([]core.Item{core.AssistantMessage("Saving both.")}, calls...)...))
 	for _, call := range calls {
-		res, err := s.CallFunction(ctx, call)
+		res, err := s.ExecuteTool(ctx, call)
 		Must(t, err)
 		Must(t, s.Append(ctx, res))
 	}

@@ -64,7 +64,7 @@ type Table map[string]string
 // with a *CollisionError wrapped in invalid (the adapter's sentinel, so
 // its callers match errors.Is on it); the same tool listed twice is not a
 // collision.
-func NewTable(tools []core.FunctionSpec, invalid error) (Table, error) {
+func NewTable(tools []core.ToolSpec, invalid error) (Table, error) {
 	names := make(Table, len(tools))
 	for _, t := range tools {
 		w := Name(t.Name)

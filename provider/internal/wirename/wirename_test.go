@@ -45,7 +45,7 @@ func TestLongNamesStayValidAndDistinct(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	tab, err := NewTable([]core.FunctionSpec{{Name: "notes/add"}, {Name: "search"}, {Name: "notes/add"}}, nil)
+	tab, err := NewTable([]core.ToolSpec{{Name: "notes/add"}, {Name: "search"}, {Name: "notes/add"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestTable(t *testing.T) {
 var errInvalid = errors.New("adapter: invalid request")
 
 func TestTableCollision(t *testing.T) {
-	tools := []core.FunctionSpec{{Name: "a_b/c"}, {Name: "a.b/c"}}
+	tools := []core.ToolSpec{{Name: "a_b/c"}, {Name: "a.b/c"}}
 	_, err := NewTable(tools, nil)
 	var ce *CollisionError
 	if !errors.As(err, &ce) || ce.First != "a_b/c" || ce.Second != "a.b/c" || ce.Wire != "a_b__c" {

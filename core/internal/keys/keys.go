@@ -1,0 +1,43 @@
+// Package keys names the store keys the runtime keeps of its own, beside
+// the layers' state, so that core and core/inspect agree on them. Layer
+// ids may not start with '_', so none collides with a layer's state.
+package keys
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/stratamem/strata/storage"
+)
+
+// scopeThread is core.ScopeThread.
+const scopeThread = "thread"
+
+// LastAssembly is where the last assembly of a thread is kept: under the
+// thread's scope id, so a thread of a resource is keyed by both.
+func LastAssembly(resource, thread string) storage.Key {
+	return storage.Key{Scope: scopeThread, ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: "last_assembly"}
+}
+
+// Binding is where a thread's owner (a JSON string) is kept.
+func Binding(thread string) storage.Key {
+	return storage.Key{Scope: scopeThread, ScopeID: thread, Layer: "_strata", Name: "resource"}
+}
+
+// Owner reads the resource a thread is bound to; ok is false when the
+// thread is not bound yet.
+func Owner(ctx context.Context, st storage.Store, thread string) (owner string, ok bool, err error) {
+	e, err := st.Get(ctx, Binding(thread))
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if err := json.Unmarshal(e.Value, &owner); err != nil {
+		return "", false, fmt.Errorf("core: decode the owner of thread %q: %w", thread, err)
+	}
+	return owner, true, nil
+}
