@@ -101,11 +101,11 @@ func TestAcknowledgedMeansStored(t *testing.T) {
 			t.Run("semantic", func(t *testing.T) {
 				ctx := context.Background()
 				st, fc := b.open(t)
-				l, err := semantic.New(st, semantic.Options{Scope: core.ScopeResource, Mode: semantic.ModeLexical})
+				l, err := semantic.New(st, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}, Mode: semantic.ModeLexical})
 				if err != nil {
 					t.Fatal(err)
 				}
-				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
+				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}})
 				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "alice"})
 				var c tally
 				fc.FailWrites(injected)
@@ -119,8 +119,8 @@ func TestAcknowledgedMeansStored(t *testing.T) {
 				}
 				// A store that stalls past the hook's timeout: unknown
 				// outcome, not acknowledged; retried once it answers.
-				l2 := l.Layer()
-				l2.Timeouts.OnItemAppend = 30 * time.Millisecond
+				l2 := l.Layer
+				l2.Timeouts = core.Timeouts{core.HookOnItemAppend: 30 * time.Millisecond}
 				rt = memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l2}})
 				s = memtest.Start(t, rt, core.RunOptions{ThreadID: "t2", ResourceID: "alice"})
 				fc.SetWriteDelay(300 * time.Millisecond)
@@ -160,11 +160,11 @@ func TestAcknowledgedMeansStored(t *testing.T) {
 			t.Run("observations", func(t *testing.T) {
 				ctx := context.Background()
 				st, fc := b.open(t)
-				l, err := observations.New(st, observations.Options{Scope: core.ScopeResource})
+				l, err := observations.New(st, observations.Options{Common: memory.Common{Scope: core.ScopeResource}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
+				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}})
 				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "alice"})
 				var c tally
 				fc.FailWrites(injected)
@@ -181,11 +181,11 @@ func TestAcknowledgedMeansStored(t *testing.T) {
 			t.Run("temporal", func(t *testing.T) {
 				ctx := context.Background()
 				st, fc := b.open(t)
-				l, err := temporal.New(st, temporal.Options{Scope: core.ScopeResource, Extractor: temporal.Patterns{}})
+				l, err := temporal.New(st, temporal.Options{Common: memory.Common{Scope: core.ScopeResource}, Extractor: temporal.Patterns{}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
+				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}})
 				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "alice"})
 				var c tally
 				fc.FailWrites(injected)
@@ -201,7 +201,7 @@ func TestAcknowledgedMeansStored(t *testing.T) {
 			t.Run("entity", func(t *testing.T) {
 				ctx := context.Background()
 				st, fc := b.open(t)
-				l, err := entity.New(st, entity.Options{Scope: core.ScopeResource})
+				l, err := entity.New(st, entity.Options{Common: memory.Common{Scope: core.ScopeResource}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -231,7 +231,7 @@ func TestAcknowledgedMeansStored(t *testing.T) {
 				rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}})
 				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "alice"})
 				fc.FailWrites(injected)
-				out, err := s.CallFunction(ctx, core.FunctionCall("c1", "scratchpad/update", `{"set":{"plan":"call the bank"}}`))
+				out, err := s.ExecuteTool(ctx, core.FunctionCall("c1", "scratchpad/update", `{"set":{"plan":"call the bank"}}`))
 				if err == nil || !strings.HasPrefix(out.Output, "error:") {
 					t.Fatalf("a failed write answered %q, %v", out.Output, err)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/entity"
 	"github.com/stratamem/strata/memory/memtest"
 	"github.com/stratamem/strata/memory/observations"
@@ -22,23 +23,23 @@ func TestControlCharactersNeverReachARecord(t *testing.T) {
 	ctx := context.Background()
 	const osc = `\u001b]0;pwned\u0007`
 	st := memtest.NewStore(t, "", nil)
-	obs, err := observations.New(st, observations.Options{Scope: core.ScopeResource})
+	obs, err := observations.New(st, observations.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp, err := temporal.New(st, temporal.Options{Scope: core.ScopeResource, Extractor: temporal.Patterns{}})
+	tmp, err := temporal.New(st, temporal.Options{Common: memory.Common{Scope: core.ScopeResource}, Extractor: temporal.Patterns{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ent, err := entity.New(st, entity.Options{Scope: core.ScopeResource})
+	ent, err := entity.New(st, entity.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pad, err := scratchpad.New(st, scratchpad.Options{Scope: core.ScopeResource})
+	pad, err := scratchpad.New(st, scratchpad.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{obs.Layer(), tmp.Layer(), ent, pad}})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{obs, tmp, ent, pad}})
 	s := memtest.Start(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "alice"})
 	for i, call := range []core.Item{
 		core.FunctionCall("c1", "observations/record", `{"observations":[{"text":"The user likes tea `+osc+`"}]}`),
@@ -46,7 +47,7 @@ func TestControlCharactersNeverReachARecord(t *testing.T) {
 		core.FunctionCall("c3", "entity/update", `{"entities":[{"name":"Ada","type":"person","notes":["friend `+osc+`"]}]}`),
 		core.FunctionCall("c4", "scratchpad/update", `{"set":{"plan":"call `+osc+`"}}`),
 	} {
-		out, _ := s.CallFunction(ctx, call)
+		out, _ := s.ExecuteTool(ctx, call)
 		if !strings.HasPrefix(out.Output, "error:") || !strings.Contains(out.Output, "control character") {
 			t.Fatalf("call %d answered %q", i, out.Output)
 		}

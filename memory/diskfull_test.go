@@ -35,14 +35,14 @@ func TestDiskFullLosesNoAcknowledgedMessage(t *testing.T) {
 	ctx := context.Background()
 	open := func() (*memory.Store, *semantic.Layer) {
 		st := memtest.NewStore(t, dir, nil)
-		l, err := semantic.New(st, semantic.Options{Scope: core.ScopeResource, Mode: semantic.ModeLexical})
+		l, err := semantic.New(st, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}, Mode: semantic.ModeLexical})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st, l
 	}
 	st, l := open()
-	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}})
 	s := memtest.Start(t, rt, core.RunOptions{ThreadID: "t1", ResourceID: "alice"})
 	var acked []string
 	refused := 0

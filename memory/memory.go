@@ -10,6 +10,24 @@
 // loaded at init and kept in step on every write, so recall does not query
 // the store every turn; changes made from outside (memctl) are seen by the
 // next run.
+//
+// Every layer has one shape: New(store, Options) (*Layer, error). Its
+// Options embed Common, the options all layers share (id, name, slot,
+// scope, budget, placement, timeouts, init-error policy, logger), whose
+// zero values mean the layer's own defaults. *Layer is a core.AnyLayer (it
+// embeds the core.Layer[State] the runtime runs), so a host lists the
+// layers themselves:
+//
+//	Layers: []core.AnyLayer{ents, eps, facts, obs, recall, pad}
+//
+// and its methods are the Go API over the same records, taking the scope
+// (a vectorstore.Scope) directly: List, Put and Delete on every layer,
+// Search on semantic. Put goes through the path the model's calls (or the
+// layer's extraction) take, with the same validation and record ids.
+// Layers fit their rendering with the runtime's token counter
+// (core.RecallParams.Tokens), so none needs a tokenizer of its own; only
+// episodic keeps Options.Tokenizer, for the token count it stores with an
+// episode when a run completes, where no hook is given the counter.
 package memory
 
 import (

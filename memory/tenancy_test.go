@@ -42,11 +42,11 @@ func threadLayers(t *testing.T, st *memory.Store) []core.AnyLayer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epi, err := episodic.New(st, episodic.Options{Scope: core.ScopeThread})
+	epi, err := episodic.New(st, episodic.Options{Common: memory.Common{Scope: core.ScopeThread}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []core.AnyLayer{sem.Layer(), obs.Layer(), tmp.Layer(), ent, pad, epi}
+	return []core.AnyLayer{sem, obs, tmp, ent, pad, epi}
 }
 
 func assembled(t *testing.T, s *core.Session) string {
@@ -80,7 +80,7 @@ func carolVisits(t *testing.T, rt *core.Runtime) {
 		core.FunctionCall("c1", "scratchpad/update", `{"set":{"pin":"carol's PIN is 4711"}}`),
 		core.FunctionCall("c2", "entity/update", `{"entities":[{"name":"Mallory","type":"person","notes":["carol's ex"]}]}`),
 	} {
-		if out, err := s.CallFunction(ctx, call); err != nil || strings.HasPrefix(out.Output, "error") {
+		if out, err := s.ExecuteTool(ctx, call); err != nil || strings.HasPrefix(out.Output, "error") {
 			t.Fatalf("%s: %q %v", call.Name, out.Output, err)
 		}
 	}
@@ -104,7 +104,7 @@ func TestTwoTenantsOneThreadName(t *testing.T) {
 	rt := memtest.Runtime(t, core.Config{Store: state, Layers: threadLayers(t, st)})
 	carolVisits(t, rt)
 
-	if _, err := rt.Start(ctx, core.RunOptions{ThreadID: "main", ResourceID: "dave"}); !errors.Is(err, core.ErrThreadBound) {
+	if _, err := rt.Start(ctx, core.RunOptions{ThreadID: "main", ResourceID: "dave"}); !errors.As(err, new(*core.ThreadBoundError)) {
 		t.Fatalf("dave on carol's thread: %v", err)
 	}
 
@@ -124,7 +124,7 @@ func TestTwoTenantsOneThreadName(t *testing.T) {
 		core.FunctionCall("d1", "scratchpad/update", `{"set":{"pin":"dave's PIN is 0000"}}`),
 		core.FunctionCall("d2", "entity/update", `{"entities":[{"name":"Mallory","type":"person","notes":["dave's boss"]}]}`),
 	} {
-		if out, err := dave.CallFunction(ctx, call); err != nil || strings.HasPrefix(out.Output, "error") {
+		if out, err := dave.ExecuteTool(ctx, call); err != nil || strings.HasPrefix(out.Output, "error") {
 			t.Fatalf("%s: %q %v", call.Name, out.Output, err)
 		}
 	}
@@ -172,7 +172,7 @@ func TestLegacyThreadRecordsAreAdopted(t *testing.T) {
 	if v := assembled(t, s); !strings.Contains(v, "4711") {
 		t.Fatalf("legacy note not adopted:\n%s", v)
 	}
-	if out, err := s.CallFunction(ctx, core.FunctionCall("c1", "scratchpad/update", `{"set":{"pin":"4712"}}`)); err != nil || strings.HasPrefix(out.Output, "error") {
+	if out, err := s.ExecuteTool(ctx, core.FunctionCall("c1", "scratchpad/update", `{"set":{"pin":"4712"}}`)); err != nil || strings.HasPrefix(out.Output, "error") {
 		t.Fatalf("%q %v", out.Output, err)
 	}
 	notes, _, _ := st.Records.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{Layer: "scratchpad"}})

@@ -3,7 +3,6 @@ package entity
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/stratamem/strata/memory/internal/layerkit"
 	"math"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/stratamem/strata/memory/internal/jsonargs"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 )
 
 // argErrorf words a rejection for the model; it matches ErrInvalidUpdate.
@@ -74,15 +74,21 @@ func parseUpdate(raw string) ([]entityUpdate, error) {
 	if jsonargs.Kind(rawList) != "an array" || json.Unmarshal(rawList, &list) != nil {
 		return nil, argErrorf(`"entities" must be an array of objects, got %s: %s`, jsonargs.Kind(rawList), usage)
 	}
+	return checkUpdate(len(list), func(i int) (entityUpdate, error) { return parseEntity(list[i]) })
+}
+
+// checkUpdate validates an update of n entities, entry(i) validating
+// the i-th: the one path of the model's calls (parseUpdate) and of Put.
+func checkUpdate(n int, entry func(i int) (entityUpdate, error)) ([]entityUpdate, error) {
 	switch {
-	case len(list) == 0:
+	case n == 0:
 		return nil, argErrorf(`"entities" is empty: nothing to record`)
-	case len(list) > MaxEntitiesPerCall:
-		return nil, argErrorf("%d entities in one call, the limit is %d: split the update", len(list), MaxEntitiesPerCall)
+	case n > MaxEntitiesPerCall:
+		return nil, argErrorf("%d entities in one call, the limit is %d: split the update", n, MaxEntitiesPerCall)
 	}
-	out := make([]entityUpdate, 0, len(list))
-	for i, item := range list {
-		u, err := parseEntity(item)
+	out := make([]entityUpdate, 0, n)
+	for i := range n {
+		u, err := entry(i)
 		if err != nil {
 			return nil, argErrorf("entities[%d]%v", i, err)
 		}
@@ -91,8 +97,9 @@ func parseUpdate(raw string) ([]entityUpdate, error) {
 	return out, nil
 }
 
-// parseEntity validates one entry; its errors start with the field path
-// after "entities[i]".
+// parseEntity decodes one entry and validates its fields as checkEntity
+// does, in the same order; its errors start with the field path after
+// "entities[i]".
 func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 	fields, err := jsonargs.Object(raw)
 	if err != nil {
@@ -111,18 +118,8 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 	if err := jsonargs.String(rawName, &name); err != nil {
 		return u, fmt.Errorf(".name: must be a string, got %s", jsonargs.Kind(rawName))
 	}
-	u.name = collapseSpaces(name)
-	u.norm = NormalizeName(name)
-	switch {
-	case u.norm == "":
-		return u, fmt.Errorf(".name: empty")
-	case len(u.name) > MaxNameBytes:
-		return u, fmt.Errorf(".name: %d bytes, the limit is %d", len(u.name), MaxNameBytes)
-	}
-	for _, r := range u.name {
-		if unicode.IsControl(r) {
-			return u, fmt.Errorf(".name: contains a control character")
-		}
+	if err := u.checkName(name); err != nil {
+		return u, err
 	}
 
 	rawType, ok := fields["type"]
@@ -133,14 +130,14 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 	if err := jsonargs.String(rawType, &typ); err != nil {
 		return u, fmt.Errorf(".type: must be a string, got %s", jsonargs.Kind(rawType))
 	}
-	if u.typ, ok = ParseType(typ); !ok {
-		return u, fmt.Errorf(".type: unknown type %q: use person, organization, place, concept or other", typ)
+	if err := u.checkType(typ); err != nil {
+		return u, err
 	}
 
 	var notes []string
 	if rawNotes, ok := fields["notes"]; ok && !jsonargs.IsNull(rawNotes) {
 		switch jsonargs.Kind(rawNotes) {
-		case "a string": // the spec's form: one string
+		case "a string": // the plain call's form: one string
 			var n string
 			if err := jsonargs.String(rawNotes, &n); err != nil {
 				return u, fmt.Errorf(".notes: %v", err)
@@ -169,29 +166,106 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 		}
 		notes = append(notes, n)
 	}
-	if len(notes) > MaxNotesPerEntity {
-		return u, fmt.Errorf(".notes: %d notes, the limit is %d per entity and call", len(notes), MaxNotesPerEntity)
-	}
-	for j, n := range notes {
-		if len(n) > MaxNoteBytes {
-			return u, fmt.Errorf(".notes[%d]: the note is %d bytes, the limit is %d", j, len(n), MaxNoteBytes)
-		}
-		if strings.IndexByte(n, 0) >= 0 {
-			return u, fmt.Errorf(".notes[%d]: contains a NUL character", j)
-		}
-		u.notes = append(u.notes, splitNote(n)...)
+	if err := u.checkNotes(notes); err != nil {
+		return u, err
 	}
 
 	if rawPrio, ok := fields["priority"]; ok && !jsonargs.IsNull(rawPrio) {
 		var f float64
 		if jsonargs.Kind(rawPrio) != "a number" || json.Unmarshal(rawPrio, &f) != nil {
-			return u, fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, jsonargs.Kind(rawPrio))
+			return u, badPriority(jsonargs.Kind(rawPrio))
 		}
 		if f != math.Trunc(f) || f < 0 || f > MaxPriority {
-			return u, fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, strconv.FormatFloat(f, 'g', -1, 64))
+			return u, badPriority(strconv.FormatFloat(f, 'g', -1, 64))
 		}
 		p := int(f)
-		u.priority = &p
+		if err := u.checkPriority(&p); err != nil {
+			return u, err
+		}
 	}
 	return u, nil
+}
+
+// checkEntity validates one entity of an update given as Go values (Put):
+// the rules of an entry of the model's call, in parseEntity's order and
+// words.
+func checkEntity(name, typ string, notes []string, priority *int) (entityUpdate, error) {
+	var u entityUpdate
+	err := u.checkName(name)
+	if err == nil {
+		err = u.checkType(typ)
+	}
+	if err == nil {
+		err = u.checkNotes(notes)
+	}
+	if err == nil {
+		err = u.checkPriority(priority)
+	}
+	return u, err
+}
+
+// checkName sets the entry's name; its errors, like the other checks',
+// start with the field path after "entities[i]".
+func (u *entityUpdate) checkName(name string) error {
+	// The model's arguments passed layerkit.CheckArguments already.
+	if err := layerkit.CheckText(name); err != nil {
+		return fmt.Errorf(".name: %v", err)
+	}
+	u.name = collapseSpaces(name)
+	u.norm = NormalizeName(name)
+	switch {
+	case u.norm == "":
+		return fmt.Errorf(".name: empty")
+	case len(u.name) > MaxNameBytes:
+		return fmt.Errorf(".name: %d bytes, the limit is %d", len(u.name), MaxNameBytes)
+	}
+	for _, r := range u.name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf(".name: contains a control character")
+		}
+	}
+	return nil
+}
+
+// checkType sets the entry's type.
+func (u *entityUpdate) checkType(typ string) error {
+	var ok bool
+	if u.typ, ok = ParseType(typ); !ok {
+		return fmt.Errorf(".type: unknown type %q: use person, organization, place, concept or other", typ)
+	}
+	return nil
+}
+
+// checkNotes sets the entry's notes.
+func (u *entityUpdate) checkNotes(notes []string) error {
+	if len(notes) > MaxNotesPerEntity {
+		return fmt.Errorf(".notes: %d notes, the limit is %d per entity and call", len(notes), MaxNotesPerEntity)
+	}
+	for j, n := range notes {
+		if len(n) > MaxNoteBytes {
+			return fmt.Errorf(".notes[%d]: the note is %d bytes, the limit is %d", j, len(n), MaxNoteBytes)
+		}
+		if err := layerkit.CheckText(n); err != nil {
+			return fmt.Errorf(".notes[%d]: %v", j, err)
+		}
+		u.notes = append(u.notes, splitNote(n)...)
+	}
+	return nil
+}
+
+// checkPriority sets the entry's priority, when given.
+func (u *entityUpdate) checkPriority(priority *int) error {
+	if priority == nil {
+		return nil
+	}
+	if *priority < 0 || *priority > MaxPriority {
+		return badPriority(strconv.Itoa(*priority))
+	}
+	p := *priority
+	u.priority = &p
+	return nil
+}
+
+func badPriority(got string) error {
+	return fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, got)
 }

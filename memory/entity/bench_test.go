@@ -23,7 +23,7 @@ func BenchmarkAssemble(b *testing.B) {
 		for i := 0; i < 100; i++ {
 			batch = append(batch, fmt.Sprintf(`{"name": "Entity %d-%d", "type": "concept", "notes": ["note one about %d", "note two"]}`, c, i, i))
 		}
-		out, err := s.CallFunction(ctx, core.FunctionCall(fmt.Sprint("c", c), "entity/update", `{"entities": [`+strings.Join(batch, ",")+`]}`))
+		out, err := s.ExecuteTool(ctx, core.FunctionCall(fmt.Sprint("c", c), "entity/update", `{"entities": [`+strings.Join(batch, ",")+`]}`))
 		if err != nil || strings.HasPrefix(out.Output, "error") {
 			b.Fatal(out.Output, err)
 		}
@@ -50,7 +50,7 @@ func BenchmarkUpdate(b *testing.B) {
 	args := `{"entities": [` + strings.Join(batch, ",") + `]}`
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.CallFunction(ctx, core.FunctionCall(fmt.Sprint("c", i), "entity/update", args)); err != nil {
+		if _, err := s.ExecuteTool(ctx, core.FunctionCall(fmt.Sprint("c", i), "entity/update", args)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func notesRace(t *testing.T, stores []*memory.Store, writers, calls int) (okCall
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for r, st := range stores {
-		l, err := entity.New(st, entity.Options{Scope: core.ScopeResource, MaxNotes: 1000})
+		l, err := entity.New(st, entity.Options{Common: memory.Common{Scope: core.ScopeResource}, MaxNotes: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,8 +48,9 @@ func notesRace(t *testing.T, stores []*memory.Store, writers, calls int) (okCall
 				defer s.Close(ctx)
 				for i := 0; i < calls; i++ {
 					note := fmt.Sprintf("note %d-%d-%d", r, g, i)
-					out, _ := s.CallFunction(ctx, core.FunctionCall(fmt.Sprintf("c-%d-%d-%d", r, g, i), "entity/update",
+					out, _ := s.ExecuteTool(ctx, core.FunctionCall(fmt.Sprintf("c-%d-%d-%d", r, g, i), "entity/update",
 						`{"entities":[{"name":"Ada","type":"person","notes":["`+note+`"]}]}`))
+
 					mu.Lock()
 					if strings.HasPrefix(out.Output, "ok") {
 						okCalls++

@@ -1,18 +1,19 @@
-// Package entity is the spec's entity memory layer (slot ENTITY, 150): the
+// Package entity is the entity memory layer (slot core.SlotEntity, 150): the
 // people, organisations, places and concepts the model met, with what it
 // learned about each, shown to it on every turn.
 //
 // # Writing
 //
 // The model records entities with the provided function "entity/update"
-// (the layer id, then "/update"), or with the spec's plain function call
+// (the layer id, then "/update"), or with the plain function call
 // "updateEntities" (Options.CallName), which the store hook applies. Both
 // take the same arguments:
 //
 //	{"entities": [{"name": "Ada Lovelace", "type": "person",
 //	               "notes": ["mathematician", "wrote the first program"]}]}
 //
-// "notes" may also be one string (the spec's form), and "note" adds one
+// "notes" may also be one string (the form prompts written for the plain
+// call use), and "note" adds one
 // more. "type" is person, organization (or organisation), place (or
 // location), concept or other. An optional "priority" from 0 to 10 ranks an
 // entity above others when not all fit.
@@ -32,13 +33,13 @@
 // says what to fix; nothing is written.
 //
 // Each call has one write path. "entity/update" is applied only when the
-// host routes it (Session.ExecuteTool or Session.CallFunction), which the
+// host routes it (Session.ExecuteTool), which the
 // usual loop does after the steering layers' BeforeToolCall: a layer that
 // denies the call leaves the entities unchanged, and the routed call's
 // output is the result of applying it ("ok: recorded 2 entities: ...") or
 // the rejection. Recording the call (Session.Record) does not apply it,
 // since the store hook runs before anyone is asked. The plain
-// "updateEntities" is the spec's pseudo-tool: it is not offered as a tool,
+// "updateEntities" is a pseudo-tool: it is not offered as a tool,
 // and the store hook is its only write path. When no layer of the runtime
 // can deny a call (none has a BeforeToolCall hook) it is applied as it is
 // recorded (unless it was recorded with its function_call_output, i.e. the

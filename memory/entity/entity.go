@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/memory/internal/render"
-	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -25,8 +23,10 @@ const (
 	// DefaultID is the layer id when Options.ID is empty; the provided
 	// function is then "entity/update".
 	DefaultID = "entity"
-	// DefaultCallName is the spec's plain function-call name the store
-	// hook applies (it is not offered as a tool).
+	// DefaultCallName is the plain function-call name the store hook
+	// applies (it is not offered as a tool: the system prompt tells the
+	// model to call it, for hosts whose prompts predate provided
+	// functions).
 	DefaultCallName = "updateEntities"
 	// KindEntity is the record kind of an entity.
 	KindEntity = "entity"
@@ -142,25 +142,20 @@ func (s State) Entities() []Entity {
 	return out
 }
 
-// Options configure the layer. The zero value is useful.
+// Options configure the layer. The zero value is useful. The common
+// options (memory.Common) default to: id "entity", name "Entities", slot
+// core.SlotEntity, thread scope (core.ScopeResource shares entities
+// across a resource's threads, core.ScopeGlobal across all), budget
+// core.Range(200, 1000) and auto placement. The Logger receives plain
+// calls the store hook rejected alongside calls it applied (a lone
+// rejection is a runtime diagnostic) and records it skipped at load.
 type Options struct {
-	// ID names the layer and prefixes its function: "entity" by default.
-	ID string
-	// Slot defaults to core.SlotEntity.
-	Slot core.Slot
-	// Scope defaults to core.ScopeThread; core.ScopeResource shares
-	// entities across a resource's threads, core.ScopeGlobal across all.
-	// ScopeExecution is refused: records need a durable scope.
-	Scope core.Scope
-	// Budget defaults to core.Range(200, 1000), the spec's.
-	Budget core.Budget
-	// Tokenizer counts the rendering to fit the budget; nil means
-	// tokens.Estimate(). Give it the runtime's tokenizer for exact fits.
-	Tokenizer tokens.Tokenizer
-	// CallName is the spec's plain function-call name (a pseudo-tool: no
-	// schema is offered for it) that the store hook applies when the
-	// model writes it; "" means DefaultCallName. It is never the provided
-	// function "<ID>/update", which only the routed call applies.
+	memory.Common
+	// CallName is the plain function-call name (a pseudo-tool: no
+	// schema is offered for it, the system prompt tells the model to call
+	// it) that the store hook applies when the model writes it; "" means
+	// DefaultCallName. It is never the provided function "<ID>/update",
+	// which only the routed call applies.
 	CallName string
 	// FunctionOnly turns the plain CallName path off, leaving the routed
 	// provided function as the only write path, so that every write
@@ -174,18 +169,22 @@ type Options struct {
 	// MaxNotes bounds the notes of one entity; the oldest go first. 0
 	// means DefaultMaxNotes.
 	MaxNotes int
-	// Logger receives plain calls the store hook rejected alongside calls
-	// it applied (a lone rejection is a runtime diagnostic). Nil discards.
-	Logger *slog.Logger
 }
 
-type layer struct {
+// Layer is the entity layer bound to a store. It is a core.AnyLayer:
+// hand it to the runtime in core.Config.Layers. Its methods are the Go
+// API over the same records, through the same write path as the model's
+// update calls.
+type Layer struct {
+	// Layer is the core layer the runtime runs, embedded so that *Layer
+	// is a core.AnyLayer. New resolves its fields from Options: set them
+	// there, not here (the Go API keeps using the resolved ID and Scope).
+	core.Layer[State]
 	id       string
 	fn       string // "<id>/update"
 	callName string
 	scope    core.Scope
 	store    *memory.Store
-	tk       tokens.Tokenizer
 	maxEnt   int
 	maxNotes int
 	logger   *slog.Logger
@@ -197,67 +196,52 @@ type layer struct {
 
 // New returns the entity layer writing to store. Invalid options fail with
 // a *core.ConfigError naming the field; an unusable store with an error
-// wrapping memory.ErrInvalidStore. Adjust the returned layer's fields
-// (e.g. Placement) before handing it to core.NewRuntime if the defaults do
-// not suit.
-func New(store *memory.Store, opts Options) (core.Layer[State], error) {
+// wrapping memory.ErrInvalidStore.
+func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
-		return core.Layer[State]{}, fmt.Errorf("entity: %w", err)
+		return nil, fmt.Errorf("entity: %w", err)
 	}
-	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
-		ID: DefaultID, Slot: core.SlotEntity, Budget: core.Range(200, 1000),
-		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource, core.ScopeGlobal}, CheckID: layerkit.NoSlash,
+	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+		ID: DefaultID, Name: "Entities", Slot: core.SlotEntity, Budget: core.Range(200, 1000), Placement: core.PlacementAuto,
+		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
 	})
 	if err != nil {
-		return core.Layer[State]{}, err
+		return nil, err
 	}
-	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
+	opts.Common = common
 	bad := func(field, reason string) error { return layerkit.ConfigError(opts.ID, field, reason) }
 	if opts.CallName == "" {
 		opts.CallName = DefaultCallName
 	}
 	if opts.CallName == opts.ID+"/update" {
-		return core.Layer[State]{}, bad("CallName", "is the provided function's name already")
+		return nil, bad("CallName", "is the provided function's name already")
 	}
 	switch {
 	case opts.MaxEntities < 0:
-		return core.Layer[State]{}, bad("MaxEntities", "negative")
+		return nil, bad("MaxEntities", "negative")
 	case opts.MaxEntities == 0:
 		opts.MaxEntities = DefaultMaxEntities
 	case opts.MaxEntities < MaxEntitiesPerCall:
-		return core.Layer[State]{}, bad("MaxEntities", fmt.Sprintf("%d is below the %d entities one call may record", opts.MaxEntities, MaxEntitiesPerCall))
+		return nil, bad("MaxEntities", fmt.Sprintf("%d is below the %d entities one call may record", opts.MaxEntities, MaxEntitiesPerCall))
 	}
 	switch {
 	case opts.MaxNotes < 0:
-		return core.Layer[State]{}, bad("MaxNotes", "negative")
+		return nil, bad("MaxNotes", "negative")
 	case opts.MaxNotes == 0:
 		opts.MaxNotes = DefaultMaxNotes
 	}
-	l := &layer{id: opts.ID, fn: opts.ID + "/update", callName: opts.CallName, scope: opts.Scope, store: store,
-		tk: opts.Tokenizer, maxEnt: opts.MaxEntities, maxNotes: opts.MaxNotes, logger: opts.Logger}
-	if l.tk == nil {
-		l.tk = tokens.Estimate()
-	}
-	if l.logger == nil {
-		l.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	l := &Layer{id: opts.ID, fn: opts.ID + "/update", callName: opts.CallName, scope: opts.Scope, store: store,
+		maxEnt: opts.MaxEntities, maxNotes: opts.MaxNotes, logger: opts.Logger}
 	hooks := core.Hooks[State]{
-		Init: func(ctx context.Context, p core.InitParams) (State, error) {
-			if p.ClaimedThread {
-				if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.id, p.Run); err != nil {
-					return State{}, fmt.Errorf("entity: %w", err)
-				}
-			}
-			return l.load(ctx, p.Run)
-		},
+		Init: layerkit.MirrorInit(store, l.id, "entity", l.load),
 		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
-			return core.Text[State](l.render(p.State, p.Budget))
+			return core.Text[State](l.render(p.State, p.Budget, p.Tokens))
 		},
 		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
 			d := renderDelta(p.Prev, p.Next)
 			return d, d != "", nil
 		},
-		OnReturn: func(ctx context.Context, p core.ReturnParams[State]) (*State, error) {
+		OnReturn: func(ctx context.Context, p core.ChildParams[State]) (*State, error) {
 			// A child writes to the store directly; reload so the parent
 			// sees what it recorded.
 			st, err := l.load(ctx, p.Parent)
@@ -268,35 +252,24 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 			return &st, nil
 		},
 	}
-	var callNames []string
+	cl := layerkit.Spec[State](opts.Common)
 	if !opts.FunctionOnly {
 		hooks.Store = l.storeHook
-		callNames = []string{opts.CallName}
+		cl.CallNames = []string{opts.CallName}
 	}
-	return core.Layer[State]{
-		CallNames: callNames,
-		// Its writes go to the record store: a write hook that times out
-		// leaves them unconfirmed.
-		WritesRecords: true,
-		ID:            opts.ID, Name: "Entities", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
-		Placement: core.PlacementAuto,
-		Hooks:     hooks,
-		Functions: []core.Function[State]{{
-			Name: "update",
-			Description: "Remember people, organizations, places and concepts you learn about, with short notes; " +
-				"they are shown to you on every turn. Entities merge by name and type, notes accumulate. " +
-				`Example: {"entities": [{"name": "Ada Lovelace", "type": "person", "notes": ["mathematician"]}]}. ` +
-				"At most 100 entities per call, notes up to 8 KiB.",
-			Parameters: parametersSchema,
-			Call: func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-				next, out, err := l.callOnce(ctx, p.Run, p.State, p.Call)
-				return core.FunctionResult[State]{Output: out, State: next}, err
-			},
-		}},
-		// The scoped state is empty (the records are the memory), so a
-		// concurrent run's write never carries anything to merge.
-		Merge: func(_, mine State) State { return mine },
-	}, nil
+	// Its writes go to the record store: a write hook that times out
+	// leaves them unconfirmed.
+	cl.WritesRecords = true
+	cl.Hooks = hooks
+	cl.Functions = []core.Function[State]{layerkit.UpdateFunction(
+		"Remember people, organizations, places and concepts you learn about, with short notes; "+
+			"they are shown to you on every turn. Entities merge by name and type, notes accumulate. "+
+			`Example: {"entities": [{"name": "Ada Lovelace", "type": "person", "notes": ["mathematician"]}]}. `+
+			"At most 100 entities per call, notes up to 8 KiB.",
+		parametersSchema, l.callOnce)}
+	cl.Merge = layerkit.KeepMine[State]
+	l.Layer = cl
+	return l, nil
 }
 
 var parametersSchema = []byte(`{"type":"object","properties":{"entities":{"type":"array","maxItems":100,"items":{` +
@@ -311,7 +284,7 @@ var parametersSchema = []byte(`{"type":"object","properties":{"entities":{"type"
 // callOnce applies call unless this session applied its call id already
 // (a replay), in which case it answers with the first application's output
 // and changes nothing.
-func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
+func (l *Layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
 	if out, ok := st.calls.Replay(call.CallID); ok {
 		return nil, out, nil
 	}
@@ -335,12 +308,12 @@ func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 	return &next, out, nil
 }
 
-// storeHook applies the spec's plain "updateEntities" calls (CallName) the
-// model wrote. It leaves "<id>/update" alone: a provided function is applied
+// storeHook applies the plain "updateEntities" calls (CallName) the model
+// wrote. It leaves "<id>/update" alone: a provided function is applied
 // only when the host routes it, after the steering layers' BeforeToolCall,
 // so a denial holds (the store hook runs when the call is recorded, before
 // anyone is asked).
-func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
+func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
 	answered := map[string]bool{}
 	for _, it := range p.NewItems {
 		if it.Type == core.TypeFunctionCallOutput {
@@ -374,12 +347,29 @@ func (l *layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 
 // scopeOf returns the record scope, the scope key used in record ids, and
 // the filter selecting this scope's entities.
-func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
+func (l *Layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
 	return layerkit.Scoped(l.id, KindEntity, l.scope, run)
 }
 
-func (l *layer) recordID(scopeKey string, k key) string {
-	return layerkit.RecordID(KindEntity, l.id, scopeKey, string(k.typ)+"\x00"+k.norm)
+// recordID is the id of the record of entity k of layer id in a scope
+// (a layerkit.Scoped key).
+func recordID(id, scopeKey string, k key) string {
+	return layerkit.RecordID(KindEntity, id, scopeKey, string(k.typ)+"\x00"+k.norm)
+}
+
+// entityRecord is the record of entity e (of key k) of layer id, with
+// the layer scope scope, in the record scope recScope (keyed scopeKey),
+// written at now. It has no vector.
+func entityRecord(id string, scope core.Scope, recScope vectorstore.Scope, scopeKey string, k key, e Entity, now time.Time) vectorstore.Record {
+	return vectorstore.Record{
+		ID: recordID(id, scopeKey, k), Layer: id, Kind: KindEntity, Scope: recScope, Text: recordText(e),
+		Metadata: map[string]string{
+			MetaName: e.Name, MetaType: string(e.Type), MetaMentions: strconv.Itoa(e.Mentions),
+			MetaPriority: strconv.Itoa(e.Priority), MetaFirstSeen: e.FirstSeen.Format(time.RFC3339Nano),
+			MetaUpdated: e.Updated.Format(time.RFC3339Nano), memory.MetaScope: string(scope),
+		},
+		CreatedAt: now,
+	}
 }
 
 // recordText is the text of an entity's record: the line the layer renders
@@ -394,7 +384,7 @@ func recordText(e Entity) string {
 const noteSep = "; "
 
 // load reads the scope's entities into a fresh mirror.
-func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
+func (l *Layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 	entities, _, _, err := l.read(ctx, run)
 	if err != nil {
 		return State{}, err
@@ -406,7 +396,7 @@ func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 // records each was read from (more than one when records were made from
 // outside for one entity; they are merged) and the revision of each
 // record, against which apply writes.
-func (l *layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map[key][]string, map[string]int64, error) {
+func (l *Layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map[key][]string, map[string]int64, error) {
 	_, _, f := l.scopeOf(run)
 	entities := map[key]Entity{}
 	ids := map[key][]string{}
@@ -437,22 +427,22 @@ func (l *layer) read(ctx context.Context, run core.RunInfo) (map[key]Entity, map
 // the text (memctl) is what the layer sees.
 func fromRecord(rec vectorstore.Record) (Entity, bool) {
 	md := rec.Metadata
-	typ, ok := ParseType(md["type"])
-	name := collapseSpaces(md["name"])
+	typ, ok := ParseType(md[MetaType])
+	name := collapseSpaces(md[MetaName])
 	if !ok || name == "" || NormalizeName(name) == "" {
 		return Entity{}, false
 	}
 	e := Entity{Name: name, Type: typ, Mentions: 1, FirstSeen: rec.CreatedAt, Updated: rec.CreatedAt}
-	if n, err := strconv.Atoi(md["mentions"]); err == nil && n > 0 {
+	if n, err := strconv.Atoi(md[MetaMentions]); err == nil && n > 0 {
 		e.Mentions = n
 	}
-	if n, err := strconv.Atoi(md["priority"]); err == nil && n >= 0 && n <= MaxPriority {
+	if n, err := strconv.Atoi(md[MetaPriority]); err == nil && n >= 0 && n <= MaxPriority {
 		e.Priority = n
 	}
-	if t, err := time.Parse(time.RFC3339Nano, md["first_seen"]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, md[MetaFirstSeen]); err == nil {
 		e.FirstSeen = t.UTC()
 	}
-	if t, err := time.Parse(time.RFC3339Nano, md["updated"]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, md[MetaUpdated]); err == nil {
 		e.Updated = t.UTC()
 	}
 	notes := ""
@@ -527,7 +517,7 @@ func addNotes(old, add []string, maxNotes int) []string {
 // one by one: when a later one conflicts, the retry applies the update to
 // the earlier ones again (their notes are not doubled; their mention
 // count is counted again).
-func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
+func (l *Layer) apply(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	type applied struct {
@@ -541,7 +531,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, ups []ent
 	return r.st, r.out, err
 }
 
-func (l *layer) applyOnce(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
+func (l *Layer) applyOnce(ctx context.Context, run core.RunInfo, st State, ups []entityUpdate) (State, string, error) {
 	next, ids, revs, err := l.read(ctx, run)
 	if err != nil {
 		return State{}, "", err
@@ -592,17 +582,8 @@ func (l *layer) applyOnce(ctx context.Context, run core.RunInfo, st State, ups [
 	recs := make([]vectorstore.Record, len(touched))
 	texts := make([]string, len(touched))
 	for i, k := range touched {
-		e := next[k]
-		texts[i] = recordText(e)
-		recs[i] = vectorstore.Record{
-			ID: l.recordID(scopeKey, k), Layer: l.id, Kind: KindEntity, Scope: recScope, Text: texts[i],
-			Metadata: map[string]string{
-				"name": e.Name, "type": string(e.Type), "mentions": strconv.Itoa(e.Mentions),
-				"priority": strconv.Itoa(e.Priority), "first_seen": e.FirstSeen.Format(time.RFC3339Nano),
-				"updated": e.Updated.Format(time.RFC3339Nano), "scope": string(l.scope),
-			},
-			CreatedAt: now,
-		}
+		recs[i] = entityRecord(l.id, l.scope, recScope, scopeKey, k, next[k], now)
+		texts[i] = recs[i].Text
 	}
 	vecs, err := l.store.Embedder.Embed(ctx, texts)
 	if err != nil {
@@ -627,7 +608,7 @@ func (l *layer) applyOnce(ctx context.Context, run core.RunInfo, st State, ups [
 	}
 	for _, k := range touched {
 		for _, id := range ids[k] {
-			if id != l.recordID(scopeKey, k) {
+			if id != recordID(l.id, scopeKey, k) {
 				stale = append(stale, id)
 			}
 		}
@@ -712,4 +693,80 @@ func keyNames(ks []key) string {
 		names[i] = k.norm + " (" + string(k.typ) + ")"
 	}
 	return strings.Join(names, ", ")
+}
+
+// ErrScope is wrapped when a Go API call names a scope the layer cannot
+// use (an empty thread for a thread-scoped layer, ...).
+var ErrScope = memory.ErrScope
+
+// Update is one entity written by Put: the fields of an entry of the
+// model's update call, validated by the same rules.
+type Update struct {
+	Name string `json:"name"`
+	Type Type   `json:"type"`
+	// Notes are added to the entity's notes (duplicates are not).
+	Notes []string `json:"notes,omitempty"`
+	// Priority, when set, replaces the entity's priority (0..MaxPriority).
+	Priority *int `json:"priority,omitempty"`
+}
+
+// List returns the entities stored in a scope, read from the store (so it
+// sees writes of every session), in the order they were first seen.
+func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Entity, error) {
+	st, err := layerkit.Load(ctx, l.id, l.scope, scope, l.load)
+	if err != nil {
+		return nil, err
+	}
+	return st.Entities(), nil
+}
+
+// Put writes entities to a scope through the model's update path: the
+// same validation (errors match ErrInvalidUpdate), merging by name and
+// type, note limits and eviction. It returns the update's summary, the
+// output the model would read. Running sessions of the scope see the
+// change from their next run (their mirror was loaded at init).
+func (l *Layer) Put(ctx context.Context, scope vectorstore.Scope, ents ...Update) (string, error) {
+	run, err := layerkit.Run(l.id, l.scope, scope)
+	if err != nil {
+		return "", err
+	}
+	ups, err := checkUpdate(len(ents), func(i int) (entityUpdate, error) {
+		e := ents[i]
+		return checkEntity(e.Name, string(e.Type), e.Notes, e.Priority)
+	})
+	if err != nil {
+		return "", err
+	}
+	_, out, err := l.apply(ctx, run, State{}, ups)
+	return out, err
+}
+
+// Delete removes the entities with these names and types from a scope
+// (only Name and Type are read) and returns how many it removed; an
+// entity the scope does not hold is skipped.
+func (l *Layer) Delete(ctx context.Context, scope vectorstore.Scope, ents ...Entity) (int, error) {
+	run, err := layerkit.Run(l.id, l.scope, scope)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ids, _, err := l.read(ctx, run)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	_, _, f := l.scopeOf(run)
+	for _, e := range ents {
+		k := key{NormalizeName(e.Name), e.Type}
+		if len(ids[k]) == 0 {
+			continue
+		}
+		if _, err := layerkit.Delete(ctx, l.store.Records, f, ids[k]); err != nil {
+			return n, fmt.Errorf("entity: delete: %w", err)
+		}
+		delete(ids, k)
+		n++
+	}
+	return n, nil
 }

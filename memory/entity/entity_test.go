@@ -20,7 +20,7 @@ import (
 var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
 // start runs a session with anchoring off, so views show fresh output.
-func start(t *testing.T, l core.Layer[entity.State], thread string) *core.Session {
+func start(t *testing.T, l *entity.Layer, thread string) *core.Session {
 	t.Helper()
 	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}}, core.RunOptions{ThreadID: thread, ResourceID: "user-1"})
 }
@@ -47,9 +47,10 @@ func TestEntitiesMergeByNormalisedNameAndType(t *testing.T) {
 	store := memtest.NewStore(t, "", clock)
 	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
 
-	out, err := s.CallFunction(ctx, update("c1", `{"entities": [
+	out, err := s.ExecuteTool(ctx, update("c1", `{"entities": [
 		{"name": "Ada Lovelace", "type": "person", "notes": ["mathematician", "wrote the first program"]},
 		{"name": "Analytical Engine", "type": "concept", "note": "a mechanical computer"}]}`))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +61,10 @@ func TestEntitiesMergeByNormalisedNameAndType(t *testing.T) {
 	clock.Advance(time.Minute)
 	// Case, spacing and width differ; the duplicate note differs in case
 	// and a final full stop. "Ada Lovelace" as a place is another entity.
-	out, _ = s.CallFunction(ctx, update("c2", `{"entities": [
+	out, _ = s.ExecuteTool(ctx, update("c2", `{"entities": [
 		{"name": "  ＡＤＡ   lovelace ", "type": "Person", "notes": ["Mathematician.", "friend of Babbage; born 1815"], "priority": 3},
 		{"name": "Ada Lovelace", "type": "place", "notes": []}]}`))
+
 	want = "ok: recorded 2 entities: Ada Lovelace (person), Ada Lovelace (place, new); 3 entities remembered."
 	if out.Output != want {
 		t.Fatalf("output %q, want %q", out.Output, want)
@@ -102,7 +104,7 @@ func TestEntitiesMergeByNormalisedNameAndType(t *testing.T) {
 		}
 	}
 	// Folding: ß and SS compare equal.
-	if _, err := s.CallFunction(ctx, update("c3", `{"entities": [{"name": "Straße", "type": "place"}, {"name": "STRASSE", "type": "place", "note": "a street"}]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, update("c3", `{"entities": [{"name": "Straße", "type": "place"}, {"name": "STRASSE", "type": "place", "note": "a street"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	if st := state(t, s); st.Len() != 4 {
@@ -159,7 +161,7 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 	}
 	// A replay of the routed call gets the first output and writes nothing.
 	clock.Advance(time.Hour)
-	out, err = s.CallFunction(ctx, c)
+	out, err = s.ExecuteTool(ctx, c)
 	if err != nil || out.Output != want {
 		t.Fatalf("replayed output %q %v", out.Output, err)
 	}
@@ -235,7 +237,7 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 	l := memtest.Layer(t, entity.New, store, entity.Options{})
 	s := start(t, l, "thread-1")
-	if _, err := s.CallFunction(ctx, update("seed", `{"entities": [{"name": "Ada", "type": "person", "note": "x"}]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, update("seed", `{"entities": [{"name": "Ada", "type": "person", "note": "x"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	var many []string
@@ -277,7 +279,7 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 	before := state(t, s).Entities()
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := s.CallFunction(ctx, update(fmt.Sprint("bad", i), tc.args))
+			out, err := s.ExecuteTool(ctx, update(fmt.Sprint("bad", i), tc.args))
 			if err != nil {
 				t.Fatalf("CallFunction: %v", err)
 			}
@@ -290,8 +292,8 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 			if n := len(memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})); n != 1 {
 				t.Fatalf("%d records, want 1", n)
 			}
-			r, err := l.Functions[0].Call(ctx, core.FunctionParams[entity.State]{Run: s.Run(), State: state(t, s),
-				Call: update("direct", tc.args), Arguments: tc.args})
+			r, err := l.Functions[0].Call(ctx, core.CallParams[entity.State]{Run: s.Run(), State: state(t, s),
+				Call: update("direct", tc.args)})
 			var ae *core.ArgumentError
 			if !errors.As(err, &ae) || !errors.Is(err, entity.ErrInvalidUpdate) || r.State != nil {
 				t.Fatalf("direct call: %v (%T)", err, err)
@@ -304,12 +306,12 @@ func TestBudgetKeepsByPriorityMentionsAndRecency(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := memtest.Layer(t, entity.New, store, entity.Options{Budget: core.Fixed(80)})
+	l := memtest.Layer(t, entity.New, store, entity.Options{Common: memory.Common{Budget: core.Fixed(80)}})
 	s := start(t, l, "thread-1")
 	call := func(id, args string) {
 		t.Helper()
 		clock.Advance(time.Second)
-		out, err := s.CallFunction(ctx, update(id, args))
+		out, err := s.ExecuteTool(ctx, update(id, args))
 		if err != nil || strings.HasPrefix(out.Output, "error") {
 			t.Fatalf("%s: %q %v", id, out.Output, err)
 		}
@@ -345,8 +347,8 @@ func TestBudgetKeepsByPriorityMentionsAndRecency(t *testing.T) {
 		notes = append(notes, fmt.Sprintf("observation number %d about the giant", i))
 	}
 	raw, _ := json.Marshal(notes)
-	s2 := start(t, memtest.Layer(t, entity.New, store, entity.Options{Budget: core.Fixed(60)}), "thread-2")
-	if _, err := s2.CallFunction(ctx, update("g", `{"entities": [{"name": "Giant", "type": "other", "notes": `+string(raw)+`}]}`)); err != nil {
+	s2 := start(t, memtest.Layer(t, entity.New, store, entity.Options{Common: memory.Common{Budget: core.Fixed(60)}}), "thread-2")
+	if _, err := s2.ExecuteTool(ctx, update("g", `{"entities": [{"name": "Giant", "type": "other", "notes": `+string(raw)+`}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	got = rendered(t, s2)
@@ -364,13 +366,13 @@ func TestLimitsEvictAndCapNotes(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		batch = append(batch, fmt.Sprintf(`{"name": "E%03d", "type": "concept"}`, i))
 	}
-	if _, err := s.CallFunction(ctx, update("c1", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, update("c1", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
 	// E000 is mentioned again, so E099 (last by name among the least
 	// mentioned, equally recent) is the one to go.
-	out, _ := s.CallFunction(ctx, update("c2", `{"entities": [{"name": "E000", "type": "concept", "notes": ["a", "b", "c", "d"]}, {"name": "New", "type": "place"}]}`))
+	out, _ := s.ExecuteTool(ctx, update("c2", `{"entities": [{"name": "E000", "type": "concept", "notes": ["a", "b", "c", "d"]}, {"name": "New", "type": "place"}]}`))
 	if !strings.Contains(out.Output, "forgot the 1 least used to stay within 100; 100 entities remembered.") {
 		t.Fatalf("output %q", out.Output)
 	}
@@ -396,12 +398,12 @@ func TestRenderDeltaPublishesOnlyChangedEntities(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		batch = append(batch, fmt.Sprintf(`{"name": "Person %d", "type": "person", "note": "works on project %d"}`, i, i))
 	}
-	if _, err := s.CallFunction(ctx, update("c1", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, update("c1", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
 		t.Fatal(err)
 	}
 	v1, _ := s.Assemble(ctx)
 	pinned := v1.Band(core.BandAnchor)
-	if _, err := s.CallFunction(ctx, update("c2", `{"entities": [{"name": "person 3", "type": "person", "note": "moved to Lisbon"}, {"name": "Lisbon", "type": "place"}]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, update("c2", `{"entities": [{"name": "person 3", "type": "person", "note": "moved to Lisbon"}, {"name": "Lisbon", "type": "place"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	v2, _ := s.Assemble(ctx)
@@ -423,9 +425,9 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, dir, clock)
 	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
-		l := memtest.Layer(t, entity.New, store, entity.Options{ID: "ent-" + string(scope), Scope: scope})
+		l := memtest.Layer(t, entity.New, store, entity.Options{Common: memory.Common{ID: "ent-" + string(scope), Scope: scope}})
 		s := memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "thread-1", ResourceID: "user-1"})
-		if _, err := s.CallFunction(ctx, core.FunctionCall("c1", l.ID+"/update", `{"entities": [{"name": "Ada", "type": "person", "notes": ["a", "b"], "priority": 2}]}`)); err != nil {
+		if _, err := s.ExecuteTool(ctx, core.FunctionCall("c1", l.ID+"/update", `{"entities": [{"name": "Ada", "type": "person", "notes": ["a", "b"], "priority": 2}]}`)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Complete(ctx, "ok"); err != nil {
@@ -450,7 +452,7 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 		{"ent-thread", "thread-1", "- Ada (person): a; b; corrected"},
 		{"ent-resource", "thread-other", "- Ada (person): a; b"}, // resource scope spans threads
 	} {
-		l := memtest.Layer(t, entity.New, reopened, entity.Options{ID: tc.id, Scope: map[string]core.Scope{"ent-thread": core.ScopeThread, "ent-resource": core.ScopeResource}[tc.id]})
+		l := memtest.Layer(t, entity.New, reopened, entity.Options{Common: memory.Common{ID: tc.id, Scope: map[string]core.Scope{"ent-thread": core.ScopeThread, "ent-resource": core.ScopeResource}[tc.id]}})
 		rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
 		s := memtest.Start(t, rt, core.RunOptions{ThreadID: tc.thread, ResourceID: "user-1"})
 		st, _ := core.State[entity.State](s, tc.id)
@@ -464,94 +466,28 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 		}
 	}
 	// A thread-scoped memory is not seen from another thread.
-	if got := rendered(t, start(t, memtest.Layer(t, entity.New, reopened, entity.Options{ID: "ent-thread"}), "thread-2")); got != "" {
+	if got := rendered(t, start(t, memtest.Layer(t, entity.New, reopened, entity.Options{Common: memory.Common{ID: "ent-thread"}}), "thread-2")); got != "" {
 		t.Fatalf("thread-2 sees %q", got)
-	}
-}
-
-func TestConcurrentSessionsAreIsolated(t *testing.T) {
-	ctx := context.Background()
-	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
-		t.Run(string(scope), func(t *testing.T) {
-			l := memtest.Layer(t, entity.New, store, entity.Options{ID: "ent-" + string(scope), Scope: scope})
-			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-			memtest.Concurrently(t, []string{"alice", "bob"}, func(who string) error {
-				other := map[string]string{"alice": "bob", "bob": "alice"}[who]
-				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-				if err != nil {
-					return err
-				}
-				for i := 0; i < 10; i++ {
-					c := core.FunctionCall(fmt.Sprint(who, i), "updateEntities",
-						fmt.Sprintf(`{"entities": [{"name": "%s friend %d", "type": "person", "note": "known to %s"}]}`, who, i, who))
-					if err := s.Record(ctx, c); err != nil {
-						return err
-					}
-					v, err := s.Assemble(ctx)
-					if err != nil {
-						return err
-					}
-					for _, it := range v.Items() {
-						if strings.Contains(it.Text(), other) {
-							return fmt.Errorf("%s sees %q", who, it.Text())
-						}
-					}
-				}
-				return s.Complete(ctx, "ok")
-			})
-			for _, who := range []string{"alice", "bob"} {
-				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-				st, _ := core.State[entity.State](s, l.ID)
-				if st.Len() != 10 {
-					t.Fatalf("%s has %d entities", who, st.Len())
-				}
-				for _, e := range st.Entities() {
-					if !strings.HasPrefix(e.Name, who+" ") {
-						t.Fatalf("%s sees %q", who, e.Name)
-					}
-				}
-			}
-		})
-	}
-}
-
-func TestChildWritesReachParent(t *testing.T) {
-	ctx := context.Background()
-	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
-	child, err := s.Spawn(ctx, core.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := child.CallFunction(ctx, update("k1", `{"entities": [{"name": "Found", "type": "concept"}]}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Return(ctx, child, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := state(t, s).Get("found", entity.Concept); !ok {
-		t.Fatal("parent does not see the child's entity")
 	}
 }
 
 func TestConfigErrors(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
 	memtest.ConfigErrors(t, func(o entity.Options) error { _, err := entity.New(store, o); return err }, []memtest.ConfigCase[entity.Options]{
-		{Opts: entity.Options{Scope: core.ScopeExecution}, Field: "Scope"},
+		{Opts: entity.Options{Common: memory.Common{Scope: core.ScopeExecution}}, Field: "Scope"},
 		{Opts: entity.Options{MaxEntities: -1}, Field: "MaxEntities"},
 		{Opts: entity.Options{MaxEntities: 10}, Field: "MaxEntities"},
 		{Opts: entity.Options{MaxNotes: -2}, Field: "MaxNotes"},
-		{Opts: entity.Options{ID: "x/y"}, Field: "ID"},
+		{Opts: entity.Options{Common: memory.Common{ID: "x/y"}}, Field: "ID"},
 		{Opts: entity.Options{CallName: "entity/update"}, Field: "CallName"},
-		{Opts: entity.Options{Budget: core.Fixed(-1)}, Field: "Budget.Tokens"},
+		{Opts: entity.Options{Common: memory.Common{Budget: core.Fixed(-1)}}, Field: "Budget.Tokens"},
 	})
 	if _, err := entity.New(&memory.Store{}, entity.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("empty store: %v", err)
 	}
 	l := memtest.Layer(t, entity.New, store, entity.Options{})
 	if l.ID != "entity" || l.Slot != core.SlotEntity || l.Scope != core.ScopeThread || l.Budget != core.Range(200, 1000) ||
-		l.Placement != core.PlacementAuto || l.Functions[0].Name != "update" || !json.Valid(l.Functions[0].Parameters) {
+		l.Placement != core.PlacementAuto || l.Functions[0].Spec.Name != "update" || !json.Valid(l.Functions[0].Spec.Parameters) {
 		t.Fatalf("defaults %+v", l)
 	}
 }
@@ -585,7 +521,7 @@ func TestSessionsOfOneScopeKeepEachOthersUpdates(t *testing.T) {
 	}
 	call := func(s *core.Session, id, args string) {
 		t.Helper()
-		out, err := s.CallFunction(ctx, update(id, args))
+		out, err := s.ExecuteTool(ctx, update(id, args))
 		if err != nil || !strings.HasPrefix(out.Output, "ok:") {
 			t.Fatalf("%s: %q, %v", id, out.Output, err)
 		}
@@ -631,17 +567,17 @@ func TestSessionsOfOneScopeKeepEachOthersUpdates(t *testing.T) {
 	})
 
 	t.Run("limit counts the store's entities", func(t *testing.T) {
-		opts := entity.Options{ID: "ent-limit", MaxEntities: 100}
+		opts := entity.Options{Common: memory.Common{ID: "ent-limit"}, MaxEntities: 100}
 		a := session("thread-e", opts)
 		b := session("thread-f", opts)
 		var batch []string
 		for i := 0; i < 100; i++ {
 			batch = append(batch, fmt.Sprintf(`{"name": "E%03d", "type": "concept"}`, i))
 		}
-		if _, err := b.CallFunction(ctx, core.FunctionCall("b1", "ent-limit/update", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
+		if _, err := b.ExecuteTool(ctx, core.FunctionCall("b1", "ent-limit/update", `{"entities": [`+strings.Join(batch, ",")+`]}`)); err != nil {
 			t.Fatal(err)
 		}
-		out, err := a.CallFunction(ctx, core.FunctionCall("a1", "ent-limit/update", `{"entities": [{"name": "New", "type": "place"}]}`))
+		out, err := a.ExecuteTool(ctx, core.FunctionCall("a1", "ent-limit/update", `{"entities": [{"name": "New", "type": "place"}]}`))
 		if err != nil || !strings.Contains(out.Output, "forgot the 1 least used to stay within 100; 100 entities remembered.") {
 			t.Fatalf("output %q, %v", out.Output, err)
 		}
@@ -656,7 +592,7 @@ func TestSessionsOfOneScopeKeepEachOthersUpdates(t *testing.T) {
 func TestConcurrentWritesToOneEntityAreAllKept(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", nil)
-	l := memtest.Layer(t, entity.New, store, entity.Options{Scope: core.ScopeResource, MaxNotes: 40})
+	l := memtest.Layer(t, entity.New, store, entity.Options{Common: memory.Common{Scope: core.ScopeResource}, MaxNotes: 40})
 	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
 	memtest.Concurrently(t, []string{"a", "b"}, func(who string) error {
 		s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "user-1"})
@@ -664,7 +600,7 @@ func TestConcurrentWritesToOneEntityAreAllKept(t *testing.T) {
 			return err
 		}
 		for i := 0; i < 10; i++ {
-			out, err := s.CallFunction(ctx, update(fmt.Sprint(who, i), fmt.Sprintf(`{"entities": [{"name": "Shared", "type": "concept", "note": "%s note %d"}]}`, who, i)))
+			out, err := s.ExecuteTool(ctx, update(fmt.Sprint(who, i), fmt.Sprintf(`{"entities": [{"name": "Shared", "type": "concept", "note": "%s note %d"}]}`, who, i)))
 			if err != nil {
 				return err
 			}
@@ -688,7 +624,7 @@ func TestOutsideDuplicateRecordsAreFoldedOnWrite(t *testing.T) {
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
 	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
-	if _, err := s.CallFunction(ctx, update("c1", `{"entities": [{"name": "Ada", "type": "person", "note": "a"}]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, update("c1", `{"entities": [{"name": "Ada", "type": "person", "note": "a"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	recs := memtest.Records(t, store, vectorstore.Filter{Layer: "entity"})
@@ -702,7 +638,7 @@ func TestOutsideDuplicateRecordsAreFoldedOnWrite(t *testing.T) {
 	}
 	for i := 2; i <= 3; i++ {
 		clock.Advance(time.Minute)
-		if _, err := s.CallFunction(ctx, update(fmt.Sprint("c", i), fmt.Sprintf(`{"entities": [{"name": "ada", "type": "person", "note": "n%d"}]}`, i))); err != nil {
+		if _, err := s.ExecuteTool(ctx, update(fmt.Sprint("c", i), fmt.Sprintf(`{"entities": [{"name": "ada", "type": "person", "note": "n%d"}]}`, i))); err != nil {
 			t.Fatal(err)
 		}
 	}

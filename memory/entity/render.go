@@ -33,11 +33,11 @@ func line(tk tokens.Tokenizer, e Entity, limit int) string {
 
 // render is the layer's output for st within budget tokens, memoised per
 // state.
-func (l *layer) render(st State, budget int) string {
-	return st.rendered.Get(budget, func() string { return l.renderFresh(st, budget) })
+func (l *Layer) render(st State, budget int, tk tokens.Tokenizer) string {
+	return st.rendered.Get(budget, func() string { return l.renderFresh(st, budget, tk) })
 }
 
-func (l *layer) renderFresh(st State, budget int) string {
+func (l *Layer) renderFresh(st State, budget int, tk tokens.Tokenizer) string {
 	if len(st.entities) == 0 || budget <= 0 {
 		return ""
 	}
@@ -49,10 +49,10 @@ func (l *layer) renderFresh(st State, budget int) string {
 	}
 	// No single line may need more than the whole budget leaves after the
 	// frame.
-	frame := l.tk.Count(openTag+"\n"+closeTag+fmt.Sprintf("(%d more entities not shown for space)\n", len(pref))) + core.ItemOverhead
+	frame := tk.Count(openTag+"\n"+closeTag+fmt.Sprintf("(%d more entities not shown for space)\n", len(pref))) + core.ItemOverhead
 	lines := make([]string, len(pref))
 	for i, k := range pref {
-		lines[i] = line(l.tk, st.entities[k], budget-frame)
+		lines[i] = line(tk, st.entities[k], budget-frame)
 	}
 	return render.Block{Open: openTag, Close: closeTag, Lines: lines,
 		// Display in first-seen order.
@@ -60,7 +60,7 @@ func (l *layer) renderFresh(st State, budget int) string {
 		Omitted: func(n int) string {
 			return fmt.Sprintf("(%d more %s not shown for space)", n, plural(n, "entity", "entities"))
 		},
-	}.Fit(l.tk, budget)
+	}.Fit(tk, budget)
 }
 
 // blockLines returns the entity lines of a rendered block; ok is false when

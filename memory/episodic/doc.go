@@ -1,5 +1,5 @@
-// Package episodic is the spec's episodic memory layer (slot EPISODIC, 300,
-// resource scope): when a run completes, it summarises the run into an
+// Package episodic is the episodic memory layer (slot core.SlotEpisodic,
+// 300, resource scope): when a run completes, it summarises the run into an
 // episode; later runs see the recent or the relevant episodes, so an agent
 // keeps continuity across sessions without replaying whole logs.
 //
@@ -14,8 +14,8 @@
 // the layer, the scope and the run id, so completing a run twice cannot
 // store it twice. Episodes are ordered by time, then seq, so episodes
 // stored at one instant (a frozen or coarse clock) keep the order they were
-// stored in. Past Options.MaxEpisodes (20 by default, as in the spec)
-// the oldest episodes of the scope are deleted. Episodes live in the store,
+// stored in. Past Options.MaxEpisodes (20 by default: a few weeks of daily
+// sessions, a few thousand tokens of candidates) the oldest episodes of the scope are deleted. Episodes live in the store,
 // so they survive process restarts and can be listed, edited or deleted
 // with memctl; the runtime's scoped state holds nothing.
 //
@@ -36,8 +36,8 @@
 // # Recall
 //
 // At init the layer loads its scope's episodes. Recall selects episodes
-// within the allocated budget (the spec's { min: 300, max: 2000 } by
-// default) in one of two modes:
+// within the allocated budget (core.Range(300, 2000) by default: room
+// for a handful of summaries without crowding the history) in one of two modes:
 //
 //   - Recency (the default): newest first; an episode too large for what
 //     is left is skipped and older ones still considered.

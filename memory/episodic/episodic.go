@@ -3,8 +3,9 @@ package episodic
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"io"
+
 	"log/slog"
 	"slices"
 	"strconv"
@@ -25,7 +26,9 @@ const (
 	DefaultID = "episodic"
 	// KindEpisode is the record kind of an episode.
 	KindEpisode = "episode"
-	// DefaultMaxEpisodes is the spec's default cap.
+	// DefaultMaxEpisodes is the default cap on a scope's episodes: enough
+	// for continuity across recent sessions, few enough that recency and
+	// relevance pick from a short list.
 	DefaultMaxEpisodes = 20
 	// DefaultMaxSummaryBytes bounds a stored summary when
 	// Options.MaxSummaryBytes is 0.
@@ -93,21 +96,21 @@ type memo struct {
 	ok    bool
 }
 
-// Options configure the layer. The zero value is useful.
+// Options configure the layer. The zero value is useful. The common
+// options (memory.Common) default to: id "episodic", name "Episodic
+// memory", slot core.SlotEpisodic, resource scope (episodes are shared by
+// a resource's threads; core.ScopeThread keeps them per thread,
+// core.ScopeGlobal shares them across resources), budget
+// core.Range(300, 2000), and the placement Mode implies: anchor for
+// Recency, auto for Relevance (see the package doc). The Logger receives
+// relevance queries that failed and fell back to recency.
 type Options struct {
-	// ID names the layer: "episodic" by default.
-	ID string
-	// Slot defaults to core.SlotEpisodic.
-	Slot core.Slot
-	// Scope defaults to core.ScopeResource (the spec's): episodes are
-	// shared by a resource's threads. core.ScopeThread keeps them per
-	// thread, core.ScopeGlobal shares them across resources.
-	// ScopeExecution is refused: episodes exist to outlive the run.
-	Scope core.Scope
-	// Budget defaults to core.Range(300, 2000), the spec's.
-	Budget core.Budget
-	// Tokenizer counts tokens; nil means tokens.Estimate(). Give it the
-	// runtime's tokenizer for exact fits.
+	memory.Common
+	// Tokenizer counts Episode.Tokens, the token count stored with each
+	// episode when its run completes (and computed at load for a record
+	// stored without it): those hooks are not given the runtime's
+	// counter. Nil means tokens.Estimate(), the runtime's default. The
+	// rendering is fitted with the runtime's counter whatever this is.
 	Tokenizer tokens.Tokenizer
 	// MaxEpisodes caps the episodes of a scope; the oldest are deleted
 	// past it. 0 means DefaultMaxEpisodes.
@@ -116,18 +119,22 @@ type Options struct {
 	// ExtractiveSummarizer{}.
 	Summarizer Summarizer
 	// Mode picks episodes by recency (the default) or by relevance to the
-	// latest user message. It also sets the placement: anchor for
-	// Recency, auto for Relevance (see the package doc).
+	// latest user message. It also sets the default placement.
 	Mode Mode
 	// MaxSummaryBytes clips a summary before it is stored; 0 means
 	// DefaultMaxSummaryBytes. Values below MinSummaryBytes are refused.
 	MaxSummaryBytes int
-	// Logger receives relevance queries that failed and fell back to
-	// recency. Nil discards.
-	Logger *slog.Logger
 }
 
-type layer struct {
+// Layer is the episodic layer bound to a store. It is a core.AnyLayer:
+// hand it to the runtime in core.Config.Layers. Its methods are the Go
+// API over the same records, through the same write path as a completed
+// run's episode.
+type Layer struct {
+	// Layer is the core layer the runtime runs, embedded so that *Layer
+	// is a core.AnyLayer. New resolves its fields from Options: set them
+	// there, not here (the Go API keeps using the resolved ID and Scope).
+	core.Layer[State]
 	id         string
 	scope      core.Scope
 	store      *memory.Store
@@ -141,50 +148,50 @@ type layer struct {
 
 // New returns the episodic layer storing episodes in store. Invalid options
 // fail with a *core.ConfigError naming the field; an unusable store with an
-// error wrapping memory.ErrInvalidStore. Adjust the returned layer's fields
-// before handing it to core.NewRuntime if the defaults do not suit.
-func New(store *memory.Store, opts Options) (core.Layer[State], error) {
+// error wrapping memory.ErrInvalidStore.
+func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
-		return core.Layer[State]{}, fmt.Errorf("episodic: %w", err)
+		return nil, fmt.Errorf("episodic: %w", err)
+	}
+	placement := core.PlacementAnchor
+	if opts.Mode == Relevance {
+		placement = core.PlacementAuto
 	}
 	// Episodes exist to outlive the run, and are shared by a resource's
-	// threads by default (the spec's scope).
-	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
-		ID: DefaultID, Slot: core.SlotEpisodic, Budget: core.Range(300, 2000),
-		Scopes: []core.Scope{core.ScopeResource, core.ScopeThread, core.ScopeGlobal},
+	// threads by default.
+	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+		ID: DefaultID, Name: "Episodic memory", Slot: core.SlotEpisodic, Budget: core.Range(300, 2000), Placement: placement,
+		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
 	})
 	if err != nil {
-		return core.Layer[State]{}, err
+		return nil, err
 	}
-	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
+	opts.Common = common
 	bad := func(field, reason string) error { return layerkit.ConfigError(opts.ID, field, reason) }
 	switch {
 	case opts.MaxEpisodes < 0:
-		return core.Layer[State]{}, bad("MaxEpisodes", "negative")
+		return nil, bad("MaxEpisodes", "negative")
 	case opts.MaxEpisodes == 0:
 		opts.MaxEpisodes = DefaultMaxEpisodes
 	case opts.MaxEpisodes > vectorstore.MaxK:
-		return core.Layer[State]{}, bad("MaxEpisodes", fmt.Sprintf("%d is above %d", opts.MaxEpisodes, vectorstore.MaxK))
+		return nil, bad("MaxEpisodes", fmt.Sprintf("%d is above %d", opts.MaxEpisodes, vectorstore.MaxK))
 	}
 	switch {
 	case opts.MaxSummaryBytes < 0:
-		return core.Layer[State]{}, bad("MaxSummaryBytes", "negative")
+		return nil, bad("MaxSummaryBytes", "negative")
 	case opts.MaxSummaryBytes == 0:
 		opts.MaxSummaryBytes = DefaultMaxSummaryBytes
 	case opts.MaxSummaryBytes < MinSummaryBytes:
-		return core.Layer[State]{}, bad("MaxSummaryBytes", fmt.Sprintf("%d is below %d, too short for a summary clipped with \" …\"", opts.MaxSummaryBytes, MinSummaryBytes))
+		return nil, bad("MaxSummaryBytes", fmt.Sprintf("%d is below %d, too short for a summary clipped with \" …\"", opts.MaxSummaryBytes, MinSummaryBytes))
 	case opts.MaxSummaryBytes > vectorstore.MaxTextBytes:
-		return core.Layer[State]{}, bad("MaxSummaryBytes", fmt.Sprintf("%d is above a record's %d", opts.MaxSummaryBytes, vectorstore.MaxTextBytes))
+		return nil, bad("MaxSummaryBytes", fmt.Sprintf("%d is above a record's %d", opts.MaxSummaryBytes, vectorstore.MaxTextBytes))
 	}
-	placement := core.PlacementAnchor
 	switch opts.Mode {
-	case Recency:
-	case Relevance:
-		placement = core.PlacementAuto
+	case Recency, Relevance:
 	default:
-		return core.Layer[State]{}, bad("Mode", fmt.Sprintf("unknown mode %d", opts.Mode))
+		return nil, bad("Mode", fmt.Sprintf("unknown mode %d", opts.Mode))
 	}
-	l := &layer{id: opts.ID, scope: opts.Scope, store: store, tk: opts.Tokenizer, max: opts.MaxEpisodes,
+	l := &Layer{id: opts.ID, scope: opts.Scope, store: store, tk: opts.Tokenizer, max: opts.MaxEpisodes,
 		maxSummary: opts.MaxSummaryBytes, summarizer: opts.Summarizer, mode: opts.Mode, logger: opts.Logger}
 	if l.tk == nil {
 		l.tk = tokens.Estimate()
@@ -192,49 +199,57 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 	if l.summarizer == nil {
 		l.summarizer = ExtractiveSummarizer{}
 	}
-	if l.logger == nil {
-		l.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	return core.Layer[State]{
-		ID: opts.ID, Name: "Episodic memory", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
-		Placement: placement,
-		// The episode is written in OnComplete: a timeout there leaves it
-		// unconfirmed, and Complete says so.
-		WritesRecords: true,
-		Hooks: core.Hooks[State]{
-			Init: func(ctx context.Context, p core.InitParams) (State, error) {
-				if p.ClaimedThread {
-					if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.id, p.Run); err != nil {
-						return State{}, fmt.Errorf("episodic: %w", err)
-					}
-				}
-				return l.load(ctx, p.Run)
-			},
-			Recall:     l.recall,
-			OnComplete: l.complete,
-			RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
-				d := renderDelta(p.Prev, p.Next)
-				return d, d != "", nil
-			},
+	cl := layerkit.Spec[State](opts.Common)
+	// The episode is written in OnComplete: a timeout there leaves it
+	// unconfirmed, and Complete says so.
+	cl.WritesRecords = true
+	cl.Hooks = core.Hooks[State]{
+		Init:       layerkit.MirrorInit(store, l.id, "episodic", l.load),
+		Recall:     l.recall,
+		OnComplete: l.complete,
+		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
+			d := renderDelta(p.Prev, p.Next)
+			return d, d != "", nil
 		},
-		// The scoped state is empty (the records are the memory), so a
-		// concurrent run's write never carries anything to merge.
-		Merge: func(_, mine State) State { return mine },
-	}, nil
+	}
+	cl.Merge = layerkit.KeepMine[State]
+	l.Layer = cl
+	return l, nil
 }
 
 // scopeOf returns the record scope, the scope key used in record ids, and
 // the filter selecting this scope's episodes.
-func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
+func (l *Layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
 	return layerkit.Scoped(l.id, KindEpisode, l.scope, run)
 }
 
-func (l *layer) recordID(scopeKey, runID string) string {
-	return layerkit.RecordID(KindEpisode, l.id, scopeKey, runID)
+// recordID is the id of the episode of run runID of layer id in a scope
+// (a layerkit.Scoped key).
+func recordID(id, scopeKey, runID string) string {
+	return layerkit.RecordID(KindEpisode, id, scopeKey, runID)
+}
+
+// episodeRecord is the record of the episode of run in layer id with the
+// layer scope scope: summary its text, md (which it takes) its metadata
+// with the run, the scope, and the thread and outcome when not empty. It
+// has no vector nor creation time.
+func episodeRecord(id string, scope core.Scope, run core.RunInfo, summary, outcome string, md map[string]string) vectorstore.Record {
+	if md == nil {
+		md = map[string]string{}
+	}
+	recScope, scopeKey, _ := layerkit.Scoped(id, KindEpisode, scope, run)
+	md[MetaRun], md[memory.MetaScope] = run.RunID, string(scope)
+	if run.ThreadID != "" {
+		md[MetaThread] = run.ThreadID
+	}
+	if outcome != "" {
+		md[MetaOutcome] = outcome
+	}
+	return vectorstore.Record{ID: recordID(id, scopeKey, run.RunID), Layer: id, Kind: KindEpisode, Scope: recScope, Text: summary, Metadata: md}
 }
 
 // load reads the scope's episodes, oldest first.
-func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
+func (l *Layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 	_, _, f := l.scopeOf(run)
 	recs, err := l.list(ctx, f)
 	if err != nil {
@@ -256,7 +271,7 @@ const metaSeq = "seq"
 // hash of the run id, so episodes stored at one instant (a frozen or coarse
 // clock) would otherwise be in an arbitrary order, and so would be the one
 // evicted first.
-func (l *layer) list(ctx context.Context, f vectorstore.Filter) ([]vectorstore.Record, error) {
+func (l *Layer) list(ctx context.Context, f vectorstore.Filter) ([]vectorstore.Record, error) {
 	var recs []vectorstore.Record
 	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
 		if err != nil {
@@ -288,9 +303,9 @@ func seqOf(r vectorstore.Record) int64 {
 
 func fromRecord(rec vectorstore.Record, tk tokens.Tokenizer) Episode {
 	md := rec.Metadata
-	ep := Episode{ID: rec.ID, Summary: rec.Text, Timestamp: rec.CreatedAt.UTC(), Outcome: md["outcome"],
-		RunID: md["run"], ThreadID: md["thread"]}
-	if n, err := strconv.Atoi(md["tokens"]); err == nil && n >= 0 {
+	ep := Episode{ID: rec.ID, Summary: rec.Text, Timestamp: rec.CreatedAt.UTC(), Outcome: md[MetaOutcome],
+		RunID: md[MetaRun], ThreadID: md[MetaThread]}
+	if n, err := strconv.Atoi(md[MetaTokens]); err == nil && n >= 0 {
 		ep.Tokens = n
 	} else {
 		ep.Tokens = tk.Count(rec.Text)
@@ -300,7 +315,7 @@ func fromRecord(rec vectorstore.Record, tk tokens.Tokenizer) Episode {
 
 // complete summarises the run into an episode, stores it and evicts the
 // oldest episodes past the cap.
-func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*State, error) {
+func (l *Layer) complete(ctx context.Context, p core.CompleteParams[State]) (*State, error) {
 	if p.Run.ParentRunID != "" {
 		return nil, nil // a child's work is part of its parent's episode
 	}
@@ -308,14 +323,26 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 	if err != nil {
 		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: summarize run %s: %w", p.Run.RunID, err)}
 	}
+	st, err := l.write(ctx, p.Run, summary, p.Outcome)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// write stores summary, clipped, as the episode of run (replacing the
+// run's earlier one) and evicts the oldest episodes past the cap: the one
+// path of complete and Put. It returns the scope's episodes after, nil
+// when the summary is empty.
+func (l *Layer) write(ctx context.Context, run core.RunInfo, summary, outcome string) (*State, error) {
 	summary = sanitize(summary, l.maxSummary)
 	if summary == "" {
 		return nil, nil
 	}
-	recScope, scopeKey, f := l.scopeOf(p.Run)
+	_, _, f := l.scopeOf(run)
 	stored, err := l.list(ctx, f)
 	if err != nil {
-		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: list episodes: %w", err)}
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + run.RunID, Err: fmt.Errorf("episodic: list episodes: %w", err)}
 	}
 	var seq int64
 	for _, r := range stored {
@@ -323,22 +350,15 @@ func (l *layer) complete(ctx context.Context, p core.CompleteParams[State]) (*St
 	}
 	now := l.store.Time().Truncate(time.Microsecond)
 	ntok := l.tk.Count(summary)
-	md := map[string]string{"tokens": strconv.Itoa(ntok), "run": p.Run.RunID, "scope": string(l.scope),
-		metaSeq: strconv.FormatInt(seq+1, 10)}
-	if o := sanitize(p.Outcome, maxOutcomeBytes); o != "" {
-		md["outcome"] = o
-	}
-	if p.Run.ThreadID != "" {
-		md["thread"] = p.Run.ThreadID
-	}
+	rec := episodeRecord(l.id, l.scope, run, summary, sanitize(outcome, maxOutcomeBytes),
+		map[string]string{MetaTokens: strconv.Itoa(ntok), MetaSeq: strconv.FormatInt(seq+1, 10)})
 	vecs, err := l.store.Embedder.Embed(ctx, []string{summary})
 	if err != nil {
-		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: embed summary: %w", err)}
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + run.RunID, Err: fmt.Errorf("episodic: embed summary: %w", err)}
 	}
-	rec := vectorstore.Record{ID: l.recordID(scopeKey, p.Run.RunID), Layer: l.id, Kind: KindEpisode, Scope: recScope,
-		Text: summary, Vector: vecs[0], Metadata: md, CreatedAt: now}
+	rec.Vector, rec.CreatedAt = vecs[0], now
 	if err := l.store.Records.Upsert(ctx, rec); err != nil {
-		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + p.Run.RunID, Err: fmt.Errorf("episodic: write episode: %w", err)}
+		return nil, &core.WriteError{Layer: l.id, Item: "episode of run " + run.RunID, Err: fmt.Errorf("episodic: write episode: %w", err)}
 	}
 	// Evict against the store, not the mirror: runs of the same scope may
 	// have completed since this one started.
@@ -394,7 +414,7 @@ func sanitize(s string, max int) string {
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // recall renders the episodes that fit the budget, picked by the mode.
-func (l *layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
+func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
 	eps := p.State.episodes
 	if len(eps) == 0 {
 		return core.Recall[State]{}, nil
@@ -410,7 +430,7 @@ func (l *layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 			}
 		}
 	}
-	return core.Text[State](l.render(eps, order, p.Budget))
+	return core.Text[State](l.render(eps, order, p.Budget, p.Tokens))
 }
 
 func recencyOrder(n int) []int {
@@ -436,7 +456,7 @@ func lastUserText(history []core.Item) string {
 // relevant ranks the state's episodes by similarity to query, most similar
 // first, as indices into st.episodes. Episodes deleted from the store since
 // init are left out.
-func (l *layer) relevant(ctx context.Context, run core.RunInfo, st State, query string) ([]int, error) {
+func (l *Layer) relevant(ctx context.Context, run core.RunInfo, st State, query string) ([]int, error) {
 	m := st.memo
 	if m != nil {
 		m.mu.Lock()
@@ -474,4 +494,67 @@ func (l *layer) relevant(ctx context.Context, run core.RunInfo, st State, query 
 		m.mu.Unlock()
 	}
 	return order, nil
+}
+
+// ErrScope is wrapped when a Go API call names a scope the layer cannot
+// use (an empty thread for a thread-scoped layer, ...).
+var ErrScope = memory.ErrScope
+
+// List returns the episodes stored in a scope, oldest first, read from
+// the store (so it sees writes of every session).
+func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Episode, error) {
+	st, err := layerkit.Load(ctx, l.id, l.scope, scope, l.load)
+	if err != nil {
+		return nil, err
+	}
+	return st.episodes, nil
+}
+
+// Put stores episodes in a scope through the path a completed run's
+// episode takes: each Summary is clipped to MaxSummaryBytes (an empty one
+// is skipped), RunID names the episode (an episode of the same run id is
+// replaced; "" is refused) and the oldest episodes past MaxEpisodes are
+// evicted. ThreadID, when the scope names none, is the thread recorded
+// with it; ID, Timestamp and Tokens are the layer's to set. Running
+// sessions of the scope see the episodes from their next run.
+func (l *Layer) Put(ctx context.Context, scope vectorstore.Scope, eps ...Episode) error {
+	run, err := layerkit.Run(l.id, l.scope, scope)
+	if err != nil {
+		return err
+	}
+	for i, ep := range eps {
+		if ep.RunID == "" {
+			return fmt.Errorf("%w: episode %d: RunID is empty", ErrInvalidEpisode, i)
+		}
+	}
+	for _, ep := range eps {
+		r := run
+		r.RunID = ep.RunID
+		if r.ThreadID == "" {
+			r.ThreadID = ep.ThreadID
+		}
+		if _, err := l.write(ctx, r, ep.Summary, ep.Outcome); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrInvalidEpisode is wrapped when an episode given to Put cannot be
+// stored.
+var ErrInvalidEpisode = errors.New("episodic: invalid episode")
+
+// Delete removes the episodes with these record ids from a scope and
+// returns how many it removed; an id the scope does not hold is skipped.
+func (l *Layer) Delete(ctx context.Context, scope vectorstore.Scope, ids ...string) (int, error) {
+	run, err := layerkit.Run(l.id, l.scope, scope)
+	if err != nil {
+		return 0, err
+	}
+	_, _, f := l.scopeOf(run)
+	n, err := layerkit.Delete(ctx, l.store.Records, f, ids)
+	if err != nil {
+		return n, fmt.Errorf("episodic: delete: %w", err)
+	}
+	return n, nil
 }

@@ -41,7 +41,7 @@ func TestRelevanceQualityWithDefaultModel(t *testing.T) {
 	clock := &memtest.Clock{T: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
 	store := &memory.Store{Records: col, Embedder: model, Now: clock.Now}
 	// Room for about one episode, so the ranking decides what is shown.
-	rt, _ := newRuntime(t, store, episodic.Options{Mode: episodic.Relevance, Budget: core.Fixed(70)})
+	rt, _ := newRuntime(t, store, episodic.Options{Common: memory.Common{Budget: core.Fixed(70)}, Mode: episodic.Relevance})
 
 	episodes := []struct{ request, answer string }{
 		{"Our Postgres server keeps running out of disk space", "Vacuumed the tables and archived old rows."},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory/internal/render"
+	"github.com/stratamem/strata/tokens"
 )
 
 const (
@@ -38,7 +39,7 @@ func entry(ep Episode) string {
 
 // render is the layer's output: the episodes picked in order (indices into
 // eps, most wanted first) that fit budget, shown oldest first.
-func (l *layer) render(eps []Episode, order []int, budget int) string {
+func (l *Layer) render(eps []Episode, order []int, budget int, tk tokens.Tokenizer) string {
 	if len(order) == 0 {
 		return ""
 	}
@@ -50,7 +51,7 @@ func (l *layer) render(eps []Episode, order []int, budget int) string {
 		// eps is oldest first, so its index is the chronological order.
 		Before:  func(i, j int) bool { return order[i] < order[j] },
 		Omitted: func(n int) string { return fmt.Sprintf("(%d more %s not shown for space)", n, plural(n)) },
-	}.Fit(l.tk, budget)
+	}.Fit(tk, budget)
 }
 
 func plural(n int) string {

@@ -145,9 +145,9 @@ func Records(t testing.TB, store *memory.Store, f vectorstore.Filter) []vectorst
 func Deny(word, reason string) core.Layer[struct{}] {
 	return core.Layer[struct{}]{ID: "policy", Slot: core.SlotSteering, Scope: core.ScopeExecution,
 		Hooks: core.Hooks[struct{}]{
-			BeforeToolCall: func(_ context.Context, p core.ToolCallParams[struct{}]) (core.ToolDecision[struct{}], error) {
+			BeforeToolCall: func(_ context.Context, p core.CallParams[struct{}]) (core.ToolDecision[struct{}], error) {
 				if strings.Contains(p.Call.Arguments, word) {
-					return core.ToolDecision[struct{}]{Verdict: core.Deny, Reason: reason}, nil
+					return core.ToolDecision[struct{}]{Deny: true, Reason: reason}, nil
 				}
 				return core.ToolDecision[struct{}]{}, nil
 			},
@@ -227,14 +227,13 @@ type ConfigCase[O any] struct {
 }
 
 // ConfigErrors checks that newLayer refuses the options of every case with
-// a *core.ConfigError (matching core.ErrConfig) that names the case's
-// field.
+// a *core.ConfigError that names the case's field.
 func ConfigErrors[O any](t testing.TB, newLayer func(O) error, cases []ConfigCase[O]) {
 	t.Helper()
 	for _, c := range cases {
 		err := newLayer(c.Opts)
 		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != c.Field || !errors.Is(err, core.ErrConfig) {
+		if !errors.As(err, &ce) || ce.Field != c.Field {
 			t.Errorf("%+v: %v, want a ConfigError on %s", c.Opts, err, c.Field)
 		}
 	}

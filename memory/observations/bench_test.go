@@ -39,7 +39,7 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	scope := vectorstore.Scope{Thread: "bench"}
 	for i := 0; i < 200; i++ {
-		if _, err := l.Add(ctx, scope, observations.Observation{Text: fmt.Sprintf("User has hobby number %d of many", i)}); err != nil {
+		if _, err := l.Put(ctx, scope, observations.Observation{Text: fmt.Sprintf("User has hobby number %d of many", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -47,7 +47,7 @@ func BenchmarkAdd(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if _, err := l.Add(ctx, scope, observations.Observation{Text: fmt.Sprintf("User visited city %d last summer", i)}); err != nil {
+		if _, err := l.Put(ctx, scope, observations.Observation{Text: fmt.Sprintf("User visited city %d last summer", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}

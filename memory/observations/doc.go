@@ -5,7 +5,7 @@
 // Add it in one line:
 //
 //	obs, err := observations.New(store, observations.Options{})
-//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{obs.Layer()}})
+//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{obs}})
 //
 // # Two write paths
 //
@@ -18,8 +18,7 @@
 //
 // The model writes too, through the provided function
 // "observations/record" {observations: [{text, importance 1-5}]}. It is
-// applied only when the host routes the call (Session.ExecuteTool or
-// Session.CallFunction), which the usual loop does after asking the
+// applied only when the host routes the call (Session.ExecuteTool), which the usual loop does after asking the
 // steering layers (Session.BeforeToolCall), and the call's output is what
 // the write did ("Recorded 2 observation(s): 2 new, ..."). Recording the
 // call with Session.Record applies nothing, because the store hook runs

@@ -26,12 +26,12 @@ func Example() {
 	store := &memory.Store{Records: col, Embedder: hashing.New(256),
 		Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
 
-	obs, err := observations.New(store, observations.Options{Placement: core.PlacementLive})
+	obs, err := observations.New(store, observations.Options{Common: memory.Common{Placement: core.PlacementLive}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{obs.Layer()}})
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{obs}})
 	sess, _ := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
 
 	_ = sess.Append(ctx, core.UserMessage("I'm allergic to peanuts. What can I bake?"))

@@ -2,8 +2,6 @@ package observations
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +16,7 @@ import (
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/internal/layerkit"
-	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/memory/internal/ledger"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -66,8 +64,8 @@ const (
 var (
 	// ErrScope is wrapped when a Go API call names a scope the layer
 	// cannot use (an empty thread for a thread-scoped layer, ...).
-	ErrScope = errors.New("observations: invalid scope")
-	// ErrInvalidObservation is wrapped when an observation given to Add
+	ErrScope = memory.ErrScope
+	// ErrInvalidObservation is wrapped when an observation given to Put
 	// is empty, too long or has an importance outside 1..5.
 	ErrInvalidObservation = errors.New("observations: invalid observation")
 )
@@ -94,24 +92,19 @@ type Observation struct {
 	From []int `json:"-"`
 }
 
-// Options configure the layer. The zero value is useful: id
-// "observations", slot 200, thread scope, auto budget and placement, the
-// rule-based extractor, merge threshold 0.92, the fast token estimate.
+// Options configure the layer. The zero value is useful. The common
+// options (memory.Common) default to: id "observations", name
+// "Observations", slot core.SlotObservations (200), thread scope
+// (core.ScopeResource is the other one accepted: whose conversation the
+// observations belong to), auto budget and auto placement (see the
+// package doc). The layer's own default to the rule-based extractor and
+// merge threshold 0.92.
 type Options struct {
-	// ID names the layer and prefixes its provided function.
-	ID string
-	// Slot orders the layer in its band; 0 means core.SlotObservations.
-	Slot core.Slot
-	// Scope is core.ScopeThread (default) or core.ScopeResource: whose
-	// conversation the observations belong to.
-	Scope core.Scope
-	// Budget caps the rendered tokens; the zero value is auto.
-	Budget core.Budget
-	// Placement defaults to auto; see the package doc.
-	Placement core.Placement
+	memory.Common
 	// Extractor reads new conversation items after each model call and
 	// returns observations. Nil means Rules{}, the offline pattern-based
-	// default. Set DisableExtraction to write only through the function.
+	// default. Set DisableExtraction to write only through the function
+	// and the Go API.
 	Extractor         Extractor
 	DisableExtraction bool
 	// MergeThreshold is the cosine similarity at or above which a new
@@ -119,19 +112,21 @@ type Options struct {
 	// DefaultMergeThreshold. It must be in (0, 1]; 1 merges exact
 	// restatements only.
 	MergeThreshold float64
-	// Tokenizer counts rendered tokens to fit the budget; nil means
-	// tokens.Estimate(). Use the runtime's tokenizer for an exact fit.
-	Tokenizer tokens.Tokenizer
-	// Timeouts override the runtime's hook timeouts (extraction by a model
-	// can need a longer Store timeout).
-	Timeouts core.Timeouts
 }
 
-// Layer is the observations layer bound to a store. Hand Layer() to the
-// runtime; the other methods are the Go API over the same records.
+// Layer is the observations layer bound to a store. It is a
+// core.AnyLayer: hand it to the runtime in core.Config.Layers. Its
+// methods are the Go API over the same records, through the same write
+// path as the model's record calls and extraction.
 type Layer struct {
+	// Layer is the core layer the runtime runs, embedded so that *Layer
+	// is a core.AnyLayer. New resolves its fields from Options: set them
+	// there, not here (the Go API keeps using the resolved ID and Scope).
+	core.Layer[State]
 	store *memory.Store
 	opts  Options
+	// g is the skeleton shared with the temporal layer.
+	g ledger.Ledger
 	// fn is the full name of the provided function, "<id>/record".
 	fn string
 }
@@ -143,19 +138,14 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
 		return nil, err
 	}
-	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
-		ID: DefaultID, Slot: core.SlotObservations,
-		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource}, CheckID: layerkit.RecordSafe,
+	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+		ID: DefaultID, Name: "Observations", Slot: core.SlotObservations, Placement: core.PlacementAuto,
+		Scopes: Format.Scopes(), CheckID: layerkit.RecordSafe,
 	})
 	if err != nil {
 		return nil, err
 	}
-	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
-	switch opts.Placement {
-	case core.PlacementAuto, core.PlacementAnchor, core.PlacementLive:
-	default:
-		return nil, layerkit.ConfigError(opts.ID, "Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
-	}
+	opts.Common = common
 	switch {
 	case opts.MergeThreshold == 0:
 		opts.MergeThreshold = DefaultMergeThreshold
@@ -168,14 +158,11 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if opts.DisableExtraction {
 		opts.Extractor = nil
 	}
-	if opts.Tokenizer == nil {
-		opts.Tokenizer = tokens.Estimate()
-	}
-	return &Layer{store: store, opts: opts, fn: opts.ID + "/record"}, nil
+	l := &Layer{store: store, opts: opts, fn: opts.ID + "/record",
+		g: ledger.Ledger{Store: store, ID: opts.ID, Kind: Kind, Scope: opts.Scope, Name: "observations"}}
+	l.Layer = l.runtimeLayer()
+	return l, nil
 }
-
-// ID is the layer id.
-func (l *Layer) ID() string { return l.opts.ID }
 
 // FunctionName is the full name of the provided record function.
 func (l *Layer) FunctionName() string { return l.fn }
@@ -232,64 +219,33 @@ func sortObservations(obs []Observation) {
 	})
 }
 
-// Layer returns the core layer to add to a runtime.
-func (l *Layer) Layer() core.Layer[State] {
+// runtimeLayer is the core layer the runtime runs.
+func (l *Layer) runtimeLayer() core.Layer[State] {
 	record := layerkit.Function[State, recordArgs]("record", l.fn,
 		"Remember facts about the user or the task that will matter later in this conversation. "+
 			"Each observation is one self-contained sentence with an importance from 1 (trivia) to 5 (must not forget). "+
 			"Near-duplicates of what is already remembered are merged, not repeated.",
 		MaxArgumentBytes, l.callRecord)
-	return core.Layer[State]{
-		ID:        l.opts.ID,
-		Name:      "Observations",
-		Slot:      l.opts.Slot,
-		Scope:     l.opts.Scope,
-		Budget:    l.opts.Budget,
-		Placement: l.opts.Placement,
-		Timeouts:  l.opts.Timeouts,
-		Functions: []core.Function[State]{record},
-		Merge:     mergeState,
-		// Observations are records: a write hook that times out leaves
-		// them unconfirmed, and the session method says so.
-		WritesRecords: true,
-		Hooks: core.Hooks[State]{
-			Init:        l.init,
-			Recall:      l.recall,
-			RenderDelta: l.renderDelta,
-			Store:       l.storeHook,
-		},
-	}
+	return ledger.Spec(l.opts.Common, mergeState, core.Hooks[State]{
+		Init: l.init, Recall: l.recall, RenderDelta: l.renderDelta, Store: l.storeHook,
+	}, record)
 }
 
 // mergeState resolves a compare-and-swap conflict between two sessions of
 // one scope: the applied call ids of both are kept.
 func mergeState(stored, mine State) State {
-	mine.Applied = memory.MergeCallIDs(stored.Applied, mine.Applied, memory.MaxPersistedCalls)
+	mine.Applied = ledger.MergeCalls(stored.Applied, mine.Applied)
 	return mine
-}
-
-// scopeOf maps a run to the record scope of this layer.
-func (l *Layer) scopeOf(run core.RunInfo) vectorstore.Scope {
-	return layerkit.ThreadOrResource(l.opts.Scope, run)
-}
-
-// checkScope normalises a scope given to the Go API.
-func (l *Layer) checkScope(s vectorstore.Scope) (vectorstore.Scope, error) {
-	return layerkit.CheckScope(l.opts.ID, l.opts.Scope, s, ErrScope)
-}
-
-func (l *Layer) filter(s vectorstore.Scope) vectorstore.Filter {
-	return vectorstore.Filter{Layer: l.opts.ID, Kind: Kind, Thread: s.Thread, Resource: s.Resource}
 }
 
 // List returns the stored observations of a scope in render order, read
 // from the store (so it sees writes of every session).
 func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Observation, error) {
-	scope, err := l.checkScope(scope)
+	scope, err := l.g.Check(scope)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := layerkit.Records(ctx, l.store.Records, l.filter(scope), false)
+	recs, err := layerkit.Records(ctx, l.store.Records, l.g.Filter(scope), false)
 	if err != nil {
 		return nil, fmt.Errorf("observations: list: %w", err)
 	}
@@ -301,12 +257,12 @@ func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Observatio
 	return out, nil
 }
 
-// Add writes observations to a scope through the same path as extraction
+// Put writes observations to a scope through the same path as extraction
 // and the record function: near-duplicates are merged. Importance 0 means
 // 3; Sources are kept as given. Running sessions of the scope see the
 // additions from their next run (their mirror was loaded at init).
-func (l *Layer) Add(ctx context.Context, scope vectorstore.Scope, obs ...Observation) (Result, error) {
-	scope, err := l.checkScope(scope)
+func (l *Layer) Put(ctx context.Context, scope vectorstore.Scope, obs ...Observation) (Result, error) {
+	scope, err := l.g.Check(scope)
 	if err != nil {
 		return Result{}, err
 	}
@@ -322,19 +278,14 @@ func (l *Layer) Add(ctx context.Context, scope vectorstore.Scope, obs ...Observa
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
-	if p.ClaimedThread {
-		if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.opts.ID, p.Run); err != nil {
-			return State{}, fmt.Errorf("observations: %w", err)
-		}
-	}
-	return layerkit.InitState(p.Stored, func(st *State) (err error) {
-		st.m, err = l.load(ctx, l.scopeOf(p.Run))
+	return ledger.Init(ctx, &l.g, p, func(st *State, scope vectorstore.Scope) (err error) {
+		st.m, err = l.load(ctx, scope)
 		return err
 	})
 }
 
 func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, error) {
-	recs, err := layerkit.Records(ctx, l.store.Records, l.filter(scope), false)
+	recs, err := layerkit.Records(ctx, l.store.Records, l.g.Filter(scope), false)
 	if err != nil {
 		return nil, fmt.Errorf("load observations: %w", err)
 	}
@@ -351,7 +302,7 @@ func (l *Layer) mirrorOf(ctx context.Context, st State, run core.RunInfo) (*mirr
 	if st.m != nil {
 		return st.m, nil
 	}
-	return l.load(ctx, l.scopeOf(run))
+	return l.load(ctx, l.g.ScopeOf(run))
 }
 
 func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
@@ -359,7 +310,7 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	if err != nil {
 		return nil, err
 	}
-	scope := l.scopeOf(p.Run)
+	scope := l.g.ScopeOf(p.Run)
 	base := len(p.History) - len(p.NewItems)
 	var next *State
 	if p.State.m == nil {
@@ -370,7 +321,7 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 		next = &st
 	}
 	// No function-call application here: "<id>/record" is applied only
-	// when the host routes it (CallFunction), after the steering layers'
+	// when the host routes it (ExecuteTool), after the steering layers'
 	// BeforeToolCall, so a denial holds. This hook runs when the call is
 	// recorded, before anyone is asked.
 	if l.opts.Extractor == nil {
@@ -378,27 +329,14 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	}
 	// The extractor sees the new items except this layer's own calls and
 	// their outputs.
-	items, idx := layerkit.Foreign(p.NewItems, l.fn)
-	if len(items) == 0 {
-		return next, nil
-	}
-	found, err := l.opts.Extractor.Extract(ctx, items)
+	found, err := ledger.Extract(ctx, p.Run, p.NewItems, base, []string{l.fn}, l.opts.Extractor.Extract,
+		func(o Observation) []int { return o.From })
 	if err != nil {
-		return next, fmt.Errorf("extract: %w", err)
+		return next, err
 	}
 	var cands []candidate
-	for _, o := range found {
-		var sources []string
-		for _, j := range o.From {
-			if j >= 0 && j < len(items) {
-				sources = append(sources, layerkit.SourceID(p.Run, items[j], base+idx[j]))
-			}
-		}
-		if len(sources) == 0 {
-			for j := range items {
-				sources = append(sources, layerkit.SourceID(p.Run, items[j], base+idx[j]))
-			}
-		}
+	for _, f := range found {
+		o, sources := f.Value, f.Sources
 		imp := o.Importance
 		if imp < 0 || imp > 5 {
 			imp = min(max(imp, 1), 5) // an extractor's slip is clamped, not fatal
@@ -453,30 +391,25 @@ func (l *Layer) parseRecord(raw string, sources []string) ([]candidate, error) {
 }
 
 // callRecord applies a record call whose arguments passed the schema.
-func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-	calls := memory.CallLog{IDs: p.State.Applied, Outputs: p.State.outputs}
-	if out, ok := calls.Replay(p.Call.CallID); ok {
-		return core.FunctionResult[State]{Output: out}, nil
-	}
-	cands, err := l.parseRecord(p.Arguments, []string{layerkit.CallSourceID(p.Run, p.Call)})
-	if err != nil {
-		return core.FunctionResult[State]{}, &core.ArgumentError{Function: l.fn, Err: err}
-	}
-	m, err := l.mirrorOf(ctx, p.State, p.Run)
-	if err != nil {
-		return core.FunctionResult[State]{}, err
-	}
-	res, err := l.apply(ctx, l.scopeOf(p.Run), cands, m)
-	if err != nil {
-		return core.FunctionResult[State]{}, err
+func (l *Layer) callRecord(ctx context.Context, p core.CallParams[State]) (core.FunctionResult[State], error) {
+	var m *mirror
+	out, applied, outputs, ok, err := ledger.Calls(p.State.Applied, p.State.outputs, p.Call.CallID, func() (string, error) {
+		cands, err := l.parseRecord(p.Call.Arguments, []string{layerkit.CallSourceID(p.Run, p.Call)})
+		if err != nil {
+			return "", &core.ArgumentError{Function: l.fn, Err: err}
+		}
+		if m, err = l.mirrorOf(ctx, p.State, p.Run); err != nil {
+			return "", err
+		}
+		res, err := l.apply(ctx, l.g.ScopeOf(p.Run), cands, m)
+		return res.String(), err
+	})
+	if err != nil || !ok {
+		return core.FunctionResult[State]{Output: out}, err
 	}
 	st := p.State
-	st.m = m
-	if p.Call.CallID != "" {
-		calls = calls.With(p.Call.CallID, res.String()).Trim(memory.MaxPersistedCalls)
-		st.Applied, st.outputs = calls.IDs, calls.Outputs
-	}
-	return core.FunctionResult[State]{Output: res.String(), State: &st}, nil
+	st.m, st.Applied, st.outputs = m, applied, outputs
+	return core.FunctionResult[State]{Output: out, State: &st}, nil
 }
 
 // Result counts what a write did.
@@ -534,16 +467,12 @@ func newCandidate(text string, importance int, sources []string, origin string) 
 	return candidate{text: t, fold: strings.ToLower(t), importance: importance, sources: sources, origin: origin}, nil
 }
 
-// recordID is deterministic in the layer, scope and folded text, so the
+// recordID is the id of the observation of folded text fold of layer id
+// in scope: deterministic in the layer, scope and folded text, so the
 // first write of a text is idempotent and an exact restatement finds its
 // record by id.
-func (l *Layer) recordID(scope vectorstore.Scope, fold string) string {
-	h := sha256.New()
-	for _, s := range []string{l.opts.ID, scope.Thread, scope.Resource, fold} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return "obs-" + hex.EncodeToString(h.Sum(nil)[:16])
+func recordID(id string, scope vectorstore.Scope, fold string) string {
+	return ledger.RecordID("obs", id, scope, fold)
 }
 
 // apply writes candidates to scope: each either merges into an exact or
@@ -593,7 +522,7 @@ func (l *Layer) applyVectors(ctx context.Context, scope vectorstore.Scope, cands
 		}
 		if target == nil {
 			r := &vectorstore.Record{
-				ID: l.recordID(scope, c.fold), Layer: l.opts.ID, Kind: Kind, Scope: scope,
+				ID: recordID(l.opts.ID, scope, c.fold), Layer: l.opts.ID, Kind: Kind, Scope: scope,
 				Text: c.text, Vector: vecs[i], CreatedAt: now,
 			}
 			writeMeta(r, Observation{Importance: c.importance, Sources: capSources(c.sources), Mentions: 1, LastSeen: now}, c.origin)
@@ -637,7 +566,7 @@ func (l *Layer) applyVectors(ctx context.Context, scope vectorstore.Scope, cands
 // similarity reaches the threshold. The returned record is a copy the
 // caller may change.
 func (l *Layer) findDuplicate(ctx context.Context, scope vectorstore.Scope, c candidate, vec []float32, pending map[string]*vectorstore.Record) (*vectorstore.Record, error) {
-	id := l.recordID(scope, c.fold)
+	id := recordID(l.opts.ID, scope, c.fold)
 	if r, ok := pending[id]; ok {
 		return r, nil
 	}
@@ -655,7 +584,7 @@ func (l *Layer) findDuplicate(ctx context.Context, scope vectorstore.Scope, c ca
 	}
 	var best *vectorstore.Record
 	bestScore := -2.0
-	ms, err := l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: 1, Filter: l.filter(scope), WithVectors: true})
+	ms, err := l.store.Records.Query(ctx, vec, vectorstore.QueryOptions{K: 1, Filter: l.g.Filter(scope), WithVectors: true})
 	if err != nil {
 		return nil, fmt.Errorf("observations: query: %w", err)
 	}
@@ -753,4 +682,12 @@ func fromRecord(r vectorstore.Record) Observation {
 		o.LastSeen = t.UTC()
 	}
 	return o
+}
+
+// Delete removes the observations with these record ids from a scope and
+// returns how many it removed; an id the scope does not hold is skipped.
+// Running sessions of the scope keep rendering them until their next run
+// (their mirror was loaded at init); no later write brings them back.
+func (l *Layer) Delete(ctx context.Context, scope vectorstore.Scope, ids ...string) (int, error) {
+	return l.g.Delete(ctx, scope, l.g.Filter, ids)
 }

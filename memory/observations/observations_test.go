@@ -35,7 +35,7 @@ func newLayer(t *testing.T, store *memory.Store, opts observations.Options) *obs
 
 func start(t *testing.T, l *observations.Layer, st storage.Store, thread, resource string) *core.Session {
 	t.Helper()
-	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st}, core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
+	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}, Store: st}, core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
 }
 
 func listAll(t *testing.T, store *memory.Store) []vectorstore.Record {
@@ -159,7 +159,7 @@ func TestRecordFunction(t *testing.T) {
 	// A replay of the call id is answered with the first output and
 	// writes nothing.
 	clock.Advance(time.Hour)
-	out, err = s.CallFunction(ctx, call)
+	out, err = s.ExecuteTool(ctx, call)
 	if err != nil || out.Output != want {
 		t.Fatalf("replay output %q %v", out.Output, err)
 	}
@@ -172,7 +172,7 @@ func TestRecordFunction(t *testing.T) {
 
 	// Routed first, then recorded with its output: applied once.
 	call2 := recordCall("call-2", map[string]any{"observations": []obsArg{{Text: "The user has a cat named Miso", Importance: 2}}})
-	out, err = s.CallFunction(ctx, call2)
+	out, err = s.ExecuteTool(ctx, call2)
 	if err != nil || !strings.Contains(out.Output, "1 new") {
 		t.Fatalf("CallFunction: %v %q", err, out.Output)
 	}
@@ -195,7 +195,7 @@ func TestSteeringDenialLeavesObservationsUnchanged(t *testing.T) {
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 	// A policy layer denies every call mentioning "password".
 	deny := memtest.Deny("password", "no credentials in memory")
-	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{deny, newLayer(t, store, observations.Options{}).Layer()}})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{deny, newLayer(t, store, observations.Options{})}})
 	s := memtest.Start(t, rt, core.RunOptions{RunID: "run-th", ThreadID: "th"})
 	out := memtest.Turn(t, s, recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User's password is hunter2", Importance: 5}}}))
 	if out.Output != "Call to observations/record denied by policy: no credentials in memory" {
@@ -225,7 +225,7 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 	l := newLayer(t, store, observations.Options{DisableExtraction: true})
 	s := start(t, l, nil, "thread-1", "")
-	if _, err := s.CallFunction(ctx, recordCall("ok", map[string]any{"observations": []obsArg{{Text: "The user likes jazz"}}})); err != nil {
+	if _, err := s.ExecuteTool(ctx, recordCall("ok", map[string]any{"observations": []obsArg{{Text: "The user likes jazz"}}})); err != nil {
 		t.Fatal(err)
 	}
 	before := listAll(t, store)
@@ -257,7 +257,7 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			call := core.FunctionCall(fmt.Sprintf("bad-%d", i), "observations/record", c.args)
-			out, err := s.CallFunction(ctx, call)
+			out, err := s.ExecuteTool(ctx, call)
 			if err != nil {
 				t.Fatalf("CallFunction error: %v", err)
 			}
@@ -289,8 +289,8 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 	}
 
 	// The function itself returns a typed error.
-	fn := l.Layer().Functions[0]
-	_, err := fn.Call(ctx, core.FunctionParams[observations.State]{Run: s.Run(), Arguments: `{"observations": [{"text": "x", "importance": 7}]}`})
+	fn := l.Layer.Functions[0]
+	_, err := fn.Call(ctx, core.CallParams[observations.State]{Run: s.Run(), Call: core.Item{Arguments: `{"observations": [{"text": "x", "importance": 7}]}`}})
 	var ae *core.ArgumentError
 	if !errors.As(err, &ae) || ae.Function != "observations/record" {
 		t.Fatalf("want *core.ArgumentError, got %T %v", err, err)
@@ -332,7 +332,7 @@ func TestNearDuplicatesMerge(t *testing.T) {
 		t.Fatalf("test premise: distinct texts score %.3f", c)
 	}
 
-	res, err := l.Add(ctx, scope, observations.Observation{Text: first, Importance: 2, Sources: []string{"m1"}})
+	res, err := l.Put(ctx, scope, observations.Observation{Text: first, Importance: 2, Sources: []string{"m1"}})
 	if err != nil || res.Added != 1 {
 		t.Fatalf("Add: %+v %v", res, err)
 	}
@@ -340,28 +340,28 @@ func TestNearDuplicatesMerge(t *testing.T) {
 
 	// Exact restatement up to case, spacing and final punctuation.
 	clock.Advance(time.Hour)
-	res, err = l.Add(ctx, scope, observations.Observation{Text: "  user works at ACME in the London   office. ", Sources: []string{"m2"}})
+	res, err = l.Put(ctx, scope, observations.Observation{Text: "  user works at ACME in the London   office. ", Sources: []string{"m2"}})
 	if err != nil || res.Merged != 1 || res.IDs[0] != id {
 		t.Fatalf("exact restatement: %+v %v", res, err)
 	}
 	// Near-identical by cosine: merged, newer wording wins.
 	clock.Advance(time.Hour)
-	res, err = l.Add(ctx, scope, observations.Observation{Text: near, Importance: 2, Sources: []string{"m3"}})
+	res, err = l.Put(ctx, scope, observations.Observation{Text: near, Importance: 2, Sources: []string{"m3"}})
 	if err != nil || res.Merged != 1 || res.IDs[0] != id {
 		t.Fatalf("near duplicate: %+v %v", res, err)
 	}
 	// A replay of the same source changes nothing.
-	res, err = l.Add(ctx, scope, observations.Observation{Text: near, Importance: 2, Sources: []string{"m3"}})
+	res, err = l.Put(ctx, scope, observations.Observation{Text: near, Importance: 2, Sources: []string{"m3"}})
 	if err != nil || res.Unchanged != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
 	// Distinct fact: a new record.
-	res, err = l.Add(ctx, scope, observations.Observation{Text: "User lives in Paris", Sources: []string{"m4"}})
+	res, err = l.Put(ctx, scope, observations.Observation{Text: "User lives in Paris", Sources: []string{"m4"}})
 	if err != nil || res.Added != 1 {
 		t.Fatalf("distinct: %+v %v", res, err)
 	}
 	// Duplicates inside one batch merge with each other.
-	res, err = l.Add(ctx, scope,
+	res, err = l.Put(ctx, scope,
 		observations.Observation{Text: "User is allergic to peanuts and tree nuts", Importance: 5, Sources: []string{"m5"}},
 		observations.Observation{Text: "User is allergic to peanuts and tree nuts too", Importance: 4, Sources: []string{"m6"}})
 	if err != nil || res.Added != 1 || res.Merged != 1 || res.IDs[0] != res.IDs[1] {
@@ -389,11 +389,11 @@ func TestNearDuplicatesMerge(t *testing.T) {
 	}
 
 	// A threshold of 1 merges exact restatements only.
-	strict := newLayer(t, store, observations.Options{ID: "strict", MergeThreshold: 1, DisableExtraction: true})
-	if _, err := strict.Add(ctx, scope, observations.Observation{Text: first}); err != nil {
+	strict := newLayer(t, store, observations.Options{Common: memory.Common{ID: "strict"}, MergeThreshold: 1, DisableExtraction: true})
+	if _, err := strict.Put(ctx, scope, observations.Observation{Text: first}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = strict.Add(ctx, scope, observations.Observation{Text: near})
+	res, err = strict.Put(ctx, scope, observations.Observation{Text: near})
 	if err != nil || res.Added != 1 {
 		t.Fatalf("strict threshold: %+v %v", res, err)
 	}
@@ -403,13 +403,13 @@ func TestAddRejectsInvalid(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", nil)
 	l := newLayer(t, store, observations.Options{})
-	if _, err := l.Add(ctx, vectorstore.Scope{Thread: "a"}, observations.Observation{Text: ""}); !errors.Is(err, observations.ErrInvalidObservation) {
+	if _, err := l.Put(ctx, vectorstore.Scope{Thread: "a"}, observations.Observation{Text: ""}); !errors.Is(err, observations.ErrInvalidObservation) {
 		t.Errorf("empty text: %v", err)
 	}
-	if _, err := l.Add(ctx, vectorstore.Scope{Thread: "a"}, observations.Observation{Text: "x", Importance: 6}); !errors.Is(err, observations.ErrInvalidObservation) {
+	if _, err := l.Put(ctx, vectorstore.Scope{Thread: "a"}, observations.Observation{Text: "x", Importance: 6}); !errors.Is(err, observations.ErrInvalidObservation) {
 		t.Errorf("importance: %v", err)
 	}
-	if _, err := l.Add(ctx, vectorstore.Scope{Resource: "a"}, observations.Observation{Text: "x"}); !errors.Is(err, observations.ErrScope) {
+	if _, err := l.Put(ctx, vectorstore.Scope{Resource: "a"}, observations.Observation{Text: "x"}); !errors.Is(err, observations.ErrScope) {
 		t.Errorf("scope: %v", err)
 	}
 	if n := len(listAll(t, store)); n != 0 {
@@ -426,7 +426,7 @@ func TestBudgetedRendering(t *testing.T) {
 	topics := []string{"jazz", "chess", "sailing", "pottery", "rust", "tango", "origami", "birding", "climbing", "baking", "cycling", "poetry"}
 	for i, topic := range topics {
 		clock.Advance(time.Minute)
-		if _, err := l.Add(ctx, scope, observations.Observation{Text: "User enjoys " + topic, Importance: 1 + i%5}); err != nil {
+		if _, err := l.Put(ctx, scope, observations.Observation{Text: "User enjoys " + topic, Importance: 1 + i%5}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -475,7 +475,7 @@ func TestBudgetedRendering(t *testing.T) {
 	}
 
 	// Through a session with a fixed budget the block never exceeds it.
-	lay := l.Layer()
+	lay := l.Layer
 	lay.Budget = core.Fixed(float64(budget))
 	s := memtest.Session(t, core.Config{Layers: []core.AnyLayer{lay}}, core.RunOptions{ThreadID: "th"})
 	if _, err := s.Assemble(ctx); err != nil {
@@ -491,13 +491,13 @@ func TestAnchoredDriftUsesRenderDelta(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := newLayer(t, store, observations.Options{Placement: core.PlacementAnchor, DisableExtraction: true})
+	l := newLayer(t, store, observations.Options{Common: memory.Common{Placement: core.PlacementAnchor}, DisableExtraction: true})
 	scope := vectorstore.Scope{Thread: "th"}
 	var seed []observations.Observation
 	for _, topic := range []string{"jazz", "chess", "sailing", "pottery", "tango", "origami"} {
 		seed = append(seed, observations.Observation{Text: "User enjoys " + topic, Importance: 2})
 	}
-	if _, err := l.Add(ctx, scope, seed...); err != nil {
+	if _, err := l.Put(ctx, scope, seed...); err != nil {
 		t.Fatal(err)
 	}
 	s := start(t, l, nil, "th", "")
@@ -509,7 +509,7 @@ func TestAnchoredDriftUsesRenderDelta(t *testing.T) {
 	if len(pinned) != 1 || !strings.Contains(pinned[0].Text(), "User enjoys jazz") {
 		t.Fatalf("anchor band: %+v", pinned)
 	}
-	out, err := s.CallFunction(ctx, recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User is allergic to penicillin", Importance: 5}}}))
+	out, err := s.ExecuteTool(ctx, recordCall("c1", map[string]any{"observations": []obsArg{{Text: "User is allergic to penicillin", Importance: 5}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +571,7 @@ func TestSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := recordCall("call-9", map[string]any{"observations": []obsArg{{Text: "User plays the cello", Importance: 2}}})
-	if _, err := s1.CallFunction(ctx, call); err != nil {
+	if _, err := s1.ExecuteTool(ctx, call); err != nil {
 		t.Fatal(err)
 	}
 	want := memtest.Block(t, s1, "observations")
@@ -585,65 +585,9 @@ func TestSurvivesReopen(t *testing.T) {
 		t.Fatalf("after reopen:\n%s\nwant:\n%s", got, want)
 	}
 	// The applied call ids survived too: a replayed call is not applied again.
-	out, err := s2.CallFunction(ctx, call)
+	out, err := s2.ExecuteTool(ctx, call)
 	if err != nil || out.Output != "Already applied: call call-9 was applied in an earlier session; nothing was written again." {
 		t.Fatalf("replayed call: %v %q", err, out.Output)
-	}
-}
-
-func TestConcurrentSessionsAreIsolated(t *testing.T) {
-	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
-		t.Run(string(scope), func(t *testing.T) {
-			ctx := context.Background()
-			store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-			l := newLayer(t, store, observations.Options{Scope: scope})
-			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
-			facts := map[string][]string{
-				"a": {"I work at Acme", "I like green tea", "My dog is called Rex"},
-				"b": {"I work at Globex", "I like black coffee", "My cat is called Tom"},
-			}
-			blocks := memtest.Collect(t, []string{"a", "b"}, func(key string) (string, error) {
-				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
-				if err != nil {
-					return "", err
-				}
-				for i, ln := range facts[key] {
-					if err := s.Record(ctx, core.UserMessage(ln)); err != nil {
-						return "", err
-					}
-					c := recordCall(fmt.Sprintf("c%d", i), map[string]any{"observations": []obsArg{{Text: "Session " + key + " note " + fmt.Sprint(i)}}})
-					if _, err := s.CallFunction(ctx, c); err != nil {
-						return "", err
-					}
-					if _, err := s.Assemble(ctx); err != nil {
-						return "", err
-					}
-				}
-				return memtest.Assembled(s, "observations")
-			})
-			for key, other := range map[string]string{"a": "b", "b": "a"} {
-				b := blocks[key]
-				if strings.Count(b, "\n- [") != 6 {
-					t.Errorf("session %s sees %d observations:\n%s", key, strings.Count(b, "\n- ["), b)
-				}
-				for _, leak := range []string{"Session " + other, map[string]string{"a": "Globex", "b": "Acme"}[key]} {
-					if strings.Contains(b, leak) {
-						t.Errorf("session %s sees %q:\n%s", key, leak, b)
-					}
-				}
-			}
-			// A fresh session of each scope sees only its own records too.
-			for key := range facts {
-				sc := vectorstore.Scope{Thread: "thread-" + key, Resource: "user-" + key}
-				obs, err := l.List(ctx, sc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(obs) != 6 {
-					t.Errorf("List(%s): %d", key, len(obs))
-				}
-			}
-		})
 	}
 }
 
@@ -694,9 +638,12 @@ func TestCustomExtractor(t *testing.T) {
 
 	// A failing extractor is a diagnostic; nothing is written.
 	boom := errors.New("model unavailable")
-	l2 := newLayer(t, store, observations.Options{ID: "obs2", Extractor: observations.ExtractorFunc(func(context.Context, []core.Item) ([]observations.Observation, error) {
-		return nil, boom
-	})})
+	l2 := newLayer(t, store, observations.Options{
+		Common: memory.Common{ID: "obs2"},
+		Extractor: observations.ExtractorFunc(func(context.Context, []core.Item) ([]observations.Observation, error) {
+			return nil, boom
+		}),
+	})
 	s2 := start(t, l2, nil, "th", "")
 	if err := s2.Record(ctx, core.UserMessage("I like tea")); err != nil {
 		t.Fatal(err)
@@ -714,14 +661,14 @@ func TestCustomExtractor(t *testing.T) {
 func TestOptionsValidation(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
 	memtest.ConfigErrors(t, func(o observations.Options) error { _, err := observations.New(store, o); return err }, []memtest.ConfigCase[observations.Options]{
-		{Opts: observations.Options{Scope: core.ScopeGlobal}, Field: "Scope"},
-		{Opts: observations.Options{Scope: core.ScopeExecution}, Field: "Scope"},
+		{Opts: observations.Options{Common: memory.Common{Scope: core.ScopeGlobal}}, Field: "Scope"},
+		{Opts: observations.Options{Common: memory.Common{Scope: core.ScopeExecution}}, Field: "Scope"},
 		{Opts: observations.Options{MergeThreshold: 1.5}, Field: "MergeThreshold"},
 		{Opts: observations.Options{MergeThreshold: -0.1}, Field: "MergeThreshold"},
 		{Opts: observations.Options{MergeThreshold: math.NaN()}, Field: "MergeThreshold"},
-		{Opts: observations.Options{Placement: "sideways"}, Field: "Placement"},
-		{Opts: observations.Options{ID: "a/b"}, Field: "ID"},
-		{Opts: observations.Options{Budget: core.Fixed(math.NaN())}, Field: "Budget.Tokens"},
+		{Opts: observations.Options{Common: memory.Common{Placement: "sideways"}}, Field: "Placement"},
+		{Opts: observations.Options{Common: memory.Common{ID: "a/b"}}, Field: "ID"},
+		{Opts: observations.Options{Common: memory.Common{Budget: core.Fixed(math.NaN())}}, Field: "Budget.Tokens"},
 	})
 	if _, err := observations.New(nil, observations.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("nil store: %v", err)
@@ -730,7 +677,7 @@ func TestOptionsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := l.Layer().Spec()
+	spec := l.Layer.Spec()
 	if spec.ID != "observations" || spec.Slot != core.SlotObservations || spec.Scope != core.ScopeThread || spec.Placement != core.PlacementAuto {
 		t.Errorf("defaults: %+v", spec)
 	}

@@ -57,10 +57,10 @@ func TestMergeThresholdWithDefaultModel(t *testing.T) {
 	}
 	for i, c := range cases {
 		scope := vectorstore.Scope{Thread: fmt.Sprint("pair-", i)}
-		if _, err := l.Add(ctx, scope, observations.Observation{Text: c.a}); err != nil {
+		if _, err := l.Put(ctx, scope, observations.Observation{Text: c.a}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := l.Add(ctx, scope, observations.Observation{Text: c.b})
+		res, err := l.Put(ctx, scope, observations.Observation{Text: c.b})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	if err != nil {
 		return core.Recall[State]{}, err
 	}
-	return render.Recall[State](l.opts.ID, Render(m.sorted(), p.Budget, l.opts.Tokenizer)), nil
+	return render.Recall[State](l.opts.ID, Render(m.sorted(), p.Budget, p.Tokens)), nil
 }
 
 // Line renders one observation as it appears in the block.

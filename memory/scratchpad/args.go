@@ -3,7 +3,6 @@ package scratchpad
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/stratamem/strata/memory/internal/layerkit"
 	"maps"
 	"slices"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/stratamem/strata/memory/internal/jsonargs"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 )
 
 // argErrorf words a rejection for the model; it matches ErrInvalidUpdate.

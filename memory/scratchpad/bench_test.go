@@ -21,7 +21,7 @@ func BenchmarkUpdate(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		args := fmt.Sprintf(`{"set": {"step": "%d", "plan": "plan %d", "status": "working"}}`, i, i%7)
-		out, err := s.CallFunction(ctx, call(fmt.Sprint("c", i), args))
+		out, err := s.ExecuteTool(ctx, call(fmt.Sprint("c", i), args))
 		if err != nil || strings.HasPrefix(out.Output, "error") {
 			b.Fatal(out.Output, err)
 		}
@@ -39,7 +39,7 @@ func BenchmarkAssemble(b *testing.B) {
 	for i := 0; i < 100; i++ {
 		set = append(set, fmt.Sprintf(`"key%03d": "value of note %d"`, i, i))
 	}
-	if _, err := s.CallFunction(ctx, call("c", `{"set": {`+strings.Join(set, ",")+`}}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, call("c", `{"set": {`+strings.Join(set, ",")+`}}`)); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

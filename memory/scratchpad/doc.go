@@ -1,4 +1,4 @@
-// Package scratchpad is the spec's scratchpad layer (slot SCRATCHPAD, 100):
+// Package scratchpad is the scratchpad layer (slot core.SlotScratchpad, 100):
 // working notes the model keeps for itself, as keys and values, shown to it
 // on every turn.
 //
@@ -15,14 +15,13 @@
 // grown past Options.MaxKeys) are rejected with a *core.ArgumentError whose
 // message tells the model what to fix; the notes are left unchanged.
 //
-// The write happens when the host routes the call (Session.ExecuteTool or
-// Session.CallFunction), which the usual loop does after asking the
+// The write happens when the host routes the call (Session.ExecuteTool), which the usual loop does after asking the
 // steering layers (Session.BeforeToolCall), and only then: recording the
 // call with Session.Record does not apply it, so a layer that denies a
 // scratchpad write leaves the notes unchanged. The routed call's output is
 // the result of the write ("ok: set \"plan\"; the scratchpad holds 1
-// key.") or the rejection. The spec's function-call state pattern (a store
-// hook applying a plain, unoffered call name) has no name here: the
+// key.") or the rejection. The function-call state pattern (a store hook
+// applying a plain, unoffered call name) has no name here: the
 // scratchpad's only write path is its provided function, so every write
 // can be steered. A call id is applied at most once per session: a replay
 // is answered with the first application's output and writes nothing.
@@ -46,8 +45,8 @@
 // The notes render as one developer message, one JSON-quoted "key": "value"
 // pair per line, sorted by key. When they do not fit the layer's budget the
 // most recently updated keys are kept and a line says how many were left
-// out. Counting uses Options.Tokenizer; give it the runtime's tokenizer for
-// exact fits.
+// out. Counting uses the runtime's token counter (core.RecallParams.Tokens),
+// the one that cuts the layer's output, so the fit is exact.
 //
 // Placement is auto: how often the notes change depends on how often the
 // model writes, which the runtime measures better than a guess. While the

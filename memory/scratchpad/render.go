@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory/internal/render"
+	"github.com/stratamem/strata/tokens"
 )
 
 const (
@@ -31,11 +32,11 @@ func pairLine(k, v string) string { return quote(k) + ": " + quote(v) }
 // render is the layer's output for st within budget tokens: the notes
 // sorted by key, the most recently updated kept when they do not all fit.
 // It is memoised per state.
-func (l *layer) render(st State, budget int) string {
-	return st.rendered.Get(budget, func() string { return l.renderFresh(st, budget) })
+func (l *Layer) render(st State, budget int, tk tokens.Tokenizer) string {
+	return st.rendered.Get(budget, func() string { return l.renderFresh(st, budget, tk) })
 }
 
-func (l *layer) renderFresh(st State, budget int) string {
+func (l *Layer) renderFresh(st State, budget int, tk tokens.Tokenizer) string {
 	if len(st.notes) == 0 {
 		return ""
 	}
@@ -59,7 +60,7 @@ func (l *layer) renderFresh(st State, budget int) string {
 		// Shown sorted by key.
 		Before:  func(i, j int) bool { return pref[i] < pref[j] },
 		Omitted: func(n int) string { return fmt.Sprintf("(%d older notes not shown for space)", n) },
-	}.Fit(l.tk, budget)
+	}.Fit(tk, budget)
 }
 
 // parseBlock reads the notes back out of a rendered block; ok is false

@@ -2,6 +2,7 @@ package scratchpad
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,7 +14,6 @@ import (
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/memory/internal/render"
-	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -41,22 +41,13 @@ const (
 // what the model reads.
 var ErrInvalidUpdate = errors.New("scratchpad: invalid update")
 
-// Options configure the layer. The zero value is useful.
+// Options configure the layer. The zero value is useful. The common
+// options (memory.Common) default to: id "scratchpad", name
+// "Scratchpad", slot core.SlotScratchpad, thread scope (core.ScopeResource
+// and core.ScopeGlobal share the notes wider), budget core.Range(100,
+// 1000) and auto placement. The layer logs nothing.
 type Options struct {
-	// ID names the layer and prefixes its function: "scratchpad" by
-	// default.
-	ID string
-	// Slot defaults to core.SlotScratchpad.
-	Slot core.Slot
-	// Scope defaults to core.ScopeThread; ScopeResource and ScopeGlobal
-	// share the notes wider. ScopeExecution is refused: records need a
-	// durable scope.
-	Scope core.Scope
-	// Budget defaults to core.Range(100, 1000).
-	Budget core.Budget
-	// Tokenizer counts the rendered notes to fit the budget; nil means
-	// tokens.Estimate(). Give it the runtime's tokenizer for exact fits.
-	Tokenizer tokens.Tokenizer
+	memory.Common
 	// MaxKeys bounds the keys one scope holds; an update that would grow
 	// past it is rejected. 0 means DefaultMaxKeys.
 	MaxKeys int
@@ -119,60 +110,55 @@ func (s State) Updated(key string) (time.Time, bool) {
 	return n.updated, ok
 }
 
-type layer struct {
+// Layer is the scratchpad layer bound to a store. It is a
+// core.AnyLayer: hand it to the runtime in core.Config.Layers. Its
+// methods are the Go API over the same records, through the same write
+// path as the model's update calls.
+type Layer struct {
+	// Layer is the core layer the runtime runs, embedded so that *Layer
+	// is a core.AnyLayer. New resolves its fields from Options: set them
+	// there, not here (the Go API keeps using the resolved ID and Scope).
+	core.Layer[State]
 	id      string
 	fn      string // "<id>/update"
 	scope   core.Scope
 	store   *memory.Store
-	tk      tokens.Tokenizer
 	maxKeys int
 }
 
 // New returns the scratchpad layer writing its notes to store. Invalid
 // options fail with a *core.ConfigError naming the field; an unusable store
-// with an error wrapping memory.ErrInvalidStore. Adjust the returned
-// layer's fields (e.g. Placement) before handing it to core.NewRuntime if
-// the defaults do not suit.
-func New(store *memory.Store, opts Options) (core.Layer[State], error) {
+// with an error wrapping memory.ErrInvalidStore.
+func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
-		return core.Layer[State]{}, fmt.Errorf("scratchpad: %w", err)
+		return nil, fmt.Errorf("scratchpad: %w", err)
 	}
-	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
-		ID: DefaultID, Slot: core.SlotScratchpad, Budget: core.Range(100, 1000),
-		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource, core.ScopeGlobal}, CheckID: layerkit.NoSlash,
+	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+		ID: DefaultID, Name: "Scratchpad", Slot: core.SlotScratchpad, Budget: core.Range(100, 1000), Placement: core.PlacementAuto,
+		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
 	})
 	if err != nil {
-		return core.Layer[State]{}, err
+		return nil, err
 	}
-	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
+	opts.Common = common
 	if opts.MaxKeys < 0 {
-		return core.Layer[State]{}, layerkit.ConfigError(opts.ID, "MaxKeys", "negative")
+		return nil, layerkit.ConfigError(opts.ID, "MaxKeys", "negative")
 	}
 	if opts.MaxKeys == 0 {
 		opts.MaxKeys = DefaultMaxKeys
 	}
-	l := &layer{id: opts.ID, fn: opts.ID + "/update", scope: opts.Scope, store: store,
-		tk: opts.Tokenizer, maxKeys: opts.MaxKeys}
-	if l.tk == nil {
-		l.tk = tokens.Estimate()
-	}
-	hooks := core.Hooks[State]{
-		Init: func(ctx context.Context, p core.InitParams) (State, error) {
-			if p.ClaimedThread {
-				if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.id, p.Run); err != nil {
-					return State{}, fmt.Errorf("scratchpad: %w", err)
-				}
-			}
-			return l.load(ctx, p.Run)
-		},
+	l := &Layer{id: opts.ID, fn: opts.ID + "/update", scope: opts.Scope, store: store, maxKeys: opts.MaxKeys}
+	cl := layerkit.Spec[State](opts.Common)
+	cl.Hooks = core.Hooks[State]{
+		Init: layerkit.MirrorInit(store, l.id, "scratchpad", l.load),
 		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
-			return core.Text[State](l.render(p.State, p.Budget))
+			return core.Text[State](l.render(p.State, p.Budget, p.Tokens))
 		},
 		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
 			d := renderDelta(p.State, p.Prev, p.Next)
 			return d, d != "", nil
 		},
-		OnReturn: func(ctx context.Context, p core.ReturnParams[State]) (*State, error) {
+		OnReturn: func(ctx context.Context, p core.ChildParams[State]) (*State, error) {
 			// A child writes its notes to the store directly; reload so the
 			// parent sees them.
 			st, err := l.load(ctx, p.Parent)
@@ -187,26 +173,15 @@ func New(store *memory.Store, opts Options) (core.Layer[State], error) {
 	// it, after the steering layers' BeforeToolCall, so a denial holds. A
 	// store hook would run when the call is recorded, before anyone is
 	// asked.
-	return core.Layer[State]{
-		ID: opts.ID, Name: "Scratchpad", Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget,
-		Placement: core.PlacementAuto,
-		Hooks:     hooks,
-		Functions: []core.Function[State]{{
-			Name: "update",
-			Description: "Update your scratchpad of working notes, shown to you on every turn. " +
-				`"set" merges keys into the notes (other keys stay), "delete" removes keys. ` +
-				`Example: {"set": {"plan": "1. read the file 2. fix the test"}, "delete": ["draft"]}. ` +
-				"Keys up to 256 bytes, values up to 8 KiB, at most 100 keys per call.",
-			Parameters: parametersSchema,
-			Call: func(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-				next, out, err := l.callOnce(ctx, p.Run, p.State, p.Call)
-				return core.FunctionResult[State]{Output: out, State: next}, err
-			},
-		}},
-		// The scoped state is empty (the records are the memory), so a
-		// concurrent run's write never carries anything to merge.
-		Merge: func(_, mine State) State { return mine },
-	}, nil
+	cl.Functions = []core.Function[State]{layerkit.UpdateFunction(
+		"Update your scratchpad of working notes, shown to you on every turn. "+
+			`"set" merges keys into the notes (other keys stay), "delete" removes keys. `+
+			`Example: {"set": {"plan": "1. read the file 2. fix the test"}, "delete": ["draft"]}. `+
+			"Keys up to 256 bytes, values up to 8 KiB, at most 100 keys per call.",
+		parametersSchema, l.callOnce)}
+	cl.Merge = layerkit.KeepMine[State]
+	l.Layer = cl
+	return l, nil
 }
 
 var parametersSchema = []byte(`{"type":"object","properties":{` +
@@ -217,7 +192,7 @@ var parametersSchema = []byte(`{"type":"object","properties":{` +
 // callOnce applies call unless this session applied its call id already
 // (a replay), in which case it answers with the first application's output
 // and changes nothing. next is nil when nothing changed.
-func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
+func (l *Layer) callOnce(ctx context.Context, run core.RunInfo, st State, call core.Item) (*State, string, error) {
 	if out, ok := st.calls.Replay(call.CallID); ok {
 		return nil, out, nil
 	}
@@ -235,23 +210,36 @@ func (l *layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 
 // scopeOf returns the record scope, the scope key used in record ids, and
 // the filter selecting this scope's notes.
-func (l *layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
+func (l *Layer) scopeOf(run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
 	return layerkit.Scoped(l.id, KindNote, l.scope, run)
 }
 
-func (l *layer) recordID(scopeKey, key string) string {
-	return layerkit.RecordID(KindNote, l.id, scopeKey, key)
+// recordID is the id of the note of key of layer id in a scope (a
+// layerkit.Scoped key).
+func recordID(id, scopeKey, key string) string {
+	return layerkit.RecordID(KindNote, id, scopeKey, key)
+}
+
+// noteRecord is the record of key set to value in layer id, with the
+// layer scope scope, in the record scope recScope (keyed scopeKey),
+// written at now. It has no vector.
+func noteRecord(id string, scope core.Scope, recScope vectorstore.Scope, scopeKey, key, value string, now time.Time) vectorstore.Record {
+	return vectorstore.Record{
+		ID: recordID(id, scopeKey, key), Layer: id, Kind: KindNote, Scope: recScope, Text: key + ": " + value,
+		Metadata:  map[string]string{MetaKey: key, MetaUpdated: now.Format(time.RFC3339Nano), memory.MetaScope: string(scope)},
+		CreatedAt: now,
+	}
 }
 
 // load reads the scope's notes into a fresh mirror.
-func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
+func (l *Layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 	_, _, f := l.scopeOf(run)
 	st := State{notes: map[string]note{}, rendered: &render.Memo{}}
 	for rec, err := range l.store.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: 1000}) {
 		if err != nil {
 			return State{}, fmt.Errorf("scratchpad: load notes: %w", err)
 		}
-		key := rec.Metadata["key"]
+		key := rec.Metadata[MetaKey]
 		if key == "" {
 			// Edited from outside without the metadata: the text is
 			// "key: value".
@@ -268,7 +256,7 @@ func (l *layer) load(ctx context.Context, run core.RunInfo) (State, error) {
 			value = ""
 		}
 		updated := rec.CreatedAt
-		if t, err := time.Parse(time.RFC3339Nano, rec.Metadata["updated"]); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, rec.Metadata[MetaUpdated]); err == nil {
 			updated = t.UTC()
 		}
 		old, dup := st.notes[key]
@@ -292,7 +280,7 @@ type update struct {
 
 // apply writes u to the store and returns the new state and the output for
 // the model. st is not modified.
-func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update) (State, string, error) {
+func (l *Layer) apply(ctx context.Context, run core.RunInfo, st State, u update) (State, string, error) {
 	final := len(st.notes)
 	for k := range u.set {
 		if _, ok := st.notes[k]; !ok {
@@ -318,7 +306,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 	)
 	for _, k := range sortedKeys(u.set) {
 		v := u.set[k]
-		id := l.recordID(scopeKey, k)
+		id := recordID(l.id, scopeKey, k)
 		old, ok := st.notes[k]
 		if ok && old.value == v && (len(old.ids) == 0 || len(old.ids) == 1 && old.ids[0] == id) {
 			unchanged = append(unchanged, k)
@@ -330,13 +318,9 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 				delIDs = append(delIDs, oid)
 			}
 		}
-		text := k + ": " + v
-		recs = append(recs, vectorstore.Record{
-			ID: l.recordID(scopeKey, k), Layer: l.id, Kind: KindNote, Scope: recScope, Text: text,
-			Metadata:  map[string]string{"key": k, "updated": now.Format(time.RFC3339Nano), "scope": string(l.scope)},
-			CreatedAt: now,
-		})
-		texts = append(texts, text)
+		rec := noteRecord(l.id, l.scope, recScope, scopeKey, k, v, now)
+		recs = append(recs, rec)
+		texts = append(texts, rec.Text)
 	}
 	for _, k := range u.del {
 		if _, ok := st.notes[k]; !ok {
@@ -344,9 +328,10 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 			continue
 		}
 		del = append(del, k)
-		delIDs = append(delIDs, l.recordID(scopeKey, k))
+		id := recordID(l.id, scopeKey, k)
+		delIDs = append(delIDs, id)
 		for _, oid := range st.notes[k].ids {
-			if oid != l.recordID(scopeKey, k) {
+			if oid != id {
 				delIDs = append(delIDs, oid)
 			}
 		}
@@ -373,7 +358,7 @@ func (l *layer) apply(ctx context.Context, run core.RunInfo, st State, u update)
 		notes[k] = n
 	}
 	for _, k := range set {
-		notes[k] = note{value: u.set[k], updated: now, ids: []string{l.recordID(scopeKey, k)}}
+		notes[k] = note{value: u.set[k], updated: now, ids: []string{recordID(l.id, scopeKey, k)}}
 	}
 	for _, k := range del {
 		delete(notes, k)
@@ -411,4 +396,93 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ErrScope is wrapped when a Go API call names a scope the layer cannot
+// use (an empty thread for a thread-scoped layer, ...).
+var ErrScope = memory.ErrScope
+
+// Note is one note of the scratchpad, as List returns it.
+type Note struct {
+	Key, Value string
+	Updated    time.Time
+}
+
+// List returns the notes stored in a scope, sorted by key, read from the
+// store (so it sees writes of every session).
+func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Note, error) {
+	st, err := layerkit.Load(ctx, l.id, l.scope, scope, l.load)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Note, 0, st.Len())
+	for _, k := range st.Keys() {
+		n := st.notes[k]
+		out = append(out, Note{Key: k, Value: n.value, Updated: n.updated})
+	}
+	return out, nil
+}
+
+// Put sets notes of a scope (other keys stay) through the model's update
+// path: the same validation (errors match ErrInvalidUpdate) and key
+// limit. It returns the update's summary, the output the model would
+// read. Running sessions of the scope see the change from their next run
+// (their mirror was loaded at init).
+func (l *Layer) Put(ctx context.Context, scope vectorstore.Scope, set map[string]string) (string, error) {
+	if set == nil {
+		set = map[string]string{}
+	}
+	return l.update(ctx, scope, struct {
+		Set map[string]string `json:"set"`
+	}{set}, nil)
+}
+
+// Delete removes keys from a scope through the model's update path and
+// returns how many of them the scope held; a key it does not hold is
+// skipped.
+func (l *Layer) Delete(ctx context.Context, scope vectorstore.Scope, keys ...string) (int, error) {
+	if keys == nil {
+		keys = []string{}
+	}
+	n := 0
+	_, err := l.update(ctx, scope, struct {
+		Delete []string `json:"delete"`
+	}{keys}, func(st State, u update) {
+		for _, k := range u.del {
+			if _, ok := st.notes[k]; ok {
+				n++
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// update applies the update args encode as a call's arguments would;
+// seen, when not nil, is shown the scope's notes and the parsed update
+// before it is applied.
+func (l *Layer) update(ctx context.Context, scope vectorstore.Scope, args any, seen func(State, update)) (string, error) {
+	run, err := layerkit.Run(l.id, l.scope, scope)
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidUpdate, err)
+	}
+	u, err := parseUpdate(string(raw))
+	if err != nil {
+		return "", err
+	}
+	st, err := l.load(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	if seen != nil {
+		seen(st, u)
+	}
+	_, out, err := l.apply(ctx, run, st, u)
+	return out, err
 }

@@ -21,7 +21,7 @@ var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
 // start runs a session with anchoring off, so every view shows the
 // layer's fresh output in one band.
-func start(t *testing.T, l core.Layer[scratchpad.State], thread string) *core.Session {
+func start(t *testing.T, l *scratchpad.Layer, thread string) *core.Session {
 	t.Helper()
 	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}}, core.RunOptions{ThreadID: thread, ResourceID: "user-1"})
 }
@@ -68,7 +68,7 @@ func TestUpdateRendersAndPersistsRecords(t *testing.T) {
 	if err := s.Record(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.CallFunction(ctx, c)
+	out, err := s.ExecuteTool(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestUpdateRendersAndPersistsRecords(t *testing.T) {
 	// Merge and delete in one call; deleting an absent key is reported.
 	clock.Advance(time.Minute)
 	c2 := call("c2", `{"set": {"owner": "Ada", "status": "dumping"}, "delete": ["plan", "nope"]}`)
-	out, _ = s.CallFunction(ctx, c2)
+	out, _ = s.ExecuteTool(ctx, c2)
 	want = `ok: set "status"; unchanged "owner"; deleted "plan"; not present (nothing to delete) "nope"; the scratchpad holds 2 keys.`
 	if out.Output != want {
 		t.Fatalf("output = %q, want %q", out.Output, want)
@@ -157,7 +157,7 @@ func TestRoutedCallIsTheOnlyWritePath(t *testing.T) {
 	}
 	// A replay of the call id gets the first output and writes nothing.
 	clock.Advance(time.Hour)
-	out, err = s.CallFunction(ctx, call("c1", `{"set": {"step": "replayed"}}`))
+	out, err = s.ExecuteTool(ctx, call("c1", `{"set": {"step": "replayed"}}`))
 	if err != nil || out.Output != want {
 		t.Fatalf("replayed output %q, %v", out.Output, err)
 	}
@@ -182,7 +182,7 @@ func TestRoutedCallIsTheOnlyWritePath(t *testing.T) {
 	if diags := s.Diagnostics(); len(diags) != 0 {
 		t.Fatalf("diagnostics %+v", diags)
 	}
-	out, err = s.CallFunction(ctx, bad)
+	out, err = s.ExecuteTool(ctx, bad)
 	if err != nil || out.Output != `error: invalid arguments for scratchpad/update: set["step"]: the value must be a string, got a number` {
 		t.Fatalf("rejected output %q, %v", out.Output, err)
 	}
@@ -219,7 +219,7 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
 	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{MaxKeys: 3})
 	s := start(t, l, "thread-1")
-	if _, err := s.CallFunction(ctx, call("seed", `{"set": {"a": "1", "b": "2"}}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, call("seed", `{"set": {"a": "1", "b": "2"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	manyKeys := map[string]string{}
@@ -256,7 +256,7 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 	before := snapshot(t, s)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := s.CallFunction(ctx, call(fmt.Sprint("bad", i), tc.args))
+			out, err := s.ExecuteTool(ctx, call(fmt.Sprint("bad", i), tc.args))
 			if err != nil {
 				t.Fatalf("CallFunction error: %v", err)
 			}
@@ -271,8 +271,8 @@ func TestBadArgumentsRejectedStateUnchanged(t *testing.T) {
 			}
 			// The same call through the function directly: typed errors.
 			st, _ := core.State[scratchpad.State](s, "scratchpad")
-			r, err := l.Functions[0].Call(ctx, core.FunctionParams[scratchpad.State]{
-				Run: s.Run(), State: st, Call: call("direct", tc.args), Arguments: tc.args})
+			r, err := l.Functions[0].Call(ctx, core.CallParams[scratchpad.State]{
+				Run: s.Run(), State: st, Call: call("direct", tc.args)})
 			var ae *core.ArgumentError
 			if !errors.As(err, &ae) || ae.Function != "scratchpad/update" || !errors.Is(err, scratchpad.ErrInvalidUpdate) || r.State != nil {
 				t.Fatalf("direct call: %v (%T), state %v", err, err, r.State)
@@ -290,12 +290,12 @@ func TestBudgetKeepsRecentKeys(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{Budget: core.Fixed(60)})
+	l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{Common: memory.Common{Budget: core.Fixed(60)}})
 	s := start(t, l, "thread-1")
 	for i := 0; i < 20; i++ {
 		clock.Advance(time.Second)
 		args := fmt.Sprintf(`{"set": {"key%02d": "value number %d of the scratchpad"}}`, i, i)
-		if _, err := s.CallFunction(ctx, call(fmt.Sprint("c", i), args)); err != nil {
+		if _, err := s.ExecuteTool(ctx, call(fmt.Sprint("c", i), args)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,7 +334,7 @@ func TestRenderDeltaPublishesOnlyChangedKeys(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		set = append(set, fmt.Sprintf(`"k%d": "a long enough value for key %d"`, i, i))
 	}
-	if _, err := s.CallFunction(ctx, call("c1", `{"set": {`+strings.Join(set, ",")+`}}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, call("c1", `{"set": {`+strings.Join(set, ",")+`}}`)); err != nil {
 		t.Fatal(err)
 	}
 	v1, err := s.Assemble(ctx)
@@ -342,7 +342,7 @@ func TestRenderDeltaPublishesOnlyChangedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	pinned := v1.Band(core.BandAnchor)
-	if _, err := s.CallFunction(ctx, call("c2", `{"set": {"k3": "changed"}, "delete": ["k7"]}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, call("c2", `{"set": {"k3": "changed"}, "delete": ["k7"]}`)); err != nil {
 		t.Fatal(err)
 	}
 	v2, err := s.Assemble(ctx)
@@ -371,7 +371,7 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, dir, clock)
 	s := start(t, memtest.Layer(t, scratchpad.New, store, scratchpad.Options{}), "thread-1")
-	if _, err := s.CallFunction(ctx, call("c1", `{"set": {"goal": "ship v2", "todo": "write docs"}}`)); err != nil {
+	if _, err := s.ExecuteTool(ctx, call("c1", `{"set": {"goal": "ship v2", "todo": "write docs"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Complete(ctx, "done"); err != nil {
@@ -403,92 +403,14 @@ func TestSurvivesReopenAndSeesOutsideEdits(t *testing.T) {
 	}
 }
 
-func TestConcurrentSessionsAreIsolated(t *testing.T) {
-	ctx := context.Background()
-	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
-		t.Run(string(scope), func(t *testing.T) {
-			l := memtest.Layer(t, scratchpad.New, store, scratchpad.Options{ID: "pad-" + string(scope), Scope: scope})
-			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l}, Cache: core.CacheConfig{Disabled: true}})
-			memtest.Concurrently(t, []string{"alice", "bob"}, func(who string) error {
-				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-				if err != nil {
-					return err
-				}
-				for i := 0; i < 10; i++ {
-					c := core.FunctionCall(fmt.Sprint(who, i), l.ID+"/update", fmt.Sprintf(`{"set": {"%s-%d": "secret of %s"}}`, who, i, who))
-					if err := s.Record(ctx, c); err != nil {
-						return err
-					}
-					out, err := s.ExecuteTool(ctx, c)
-					if err == nil {
-						err = s.Append(ctx, out)
-					}
-					if err != nil {
-						return err
-					}
-					v, err := s.Assemble(ctx)
-					if err != nil {
-						return err
-					}
-					for _, it := range v.Items() {
-						other := map[string]string{"alice": "bob", "bob": "alice"}[who]
-						if strings.Contains(it.Text(), other) {
-							return fmt.Errorf("%s sees %q", who, it.Text())
-						}
-					}
-				}
-				return s.Complete(ctx, "ok")
-			})
-			for _, who := range []string{"alice", "bob"} {
-				s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-" + who, ResourceID: "res-" + who})
-				st, _ := core.State[scratchpad.State](s, l.ID)
-				if st.Len() != 10 {
-					t.Fatalf("%s has %d keys", who, st.Len())
-				}
-				for _, k := range st.Keys() {
-					if !strings.HasPrefix(k, who+"-") {
-						t.Fatalf("%s sees key %q", who, k)
-					}
-				}
-			}
-		})
-	}
-}
-
-func TestChildWritesReachParent(t *testing.T) {
-	ctx := context.Background()
-	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	s := start(t, memtest.Layer(t, scratchpad.New, store, scratchpad.Options{}), "thread-1")
-	if _, err := s.CallFunction(ctx, call("p1", `{"set": {"parent": "yes"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	child, err := s.Spawn(ctx, core.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := snapshot(t, child); got["parent"] != "yes" {
-		t.Fatalf("child state %v", got)
-	}
-	if _, err := child.CallFunction(ctx, call("k1", `{"set": {"child": "found it"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Return(ctx, child, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := snapshot(t, s); !reflect.DeepEqual(got, map[string]string{"parent": "yes", "child": "found it"}) {
-		t.Fatalf("parent state after return %v", got)
-	}
-}
-
 func TestConfigErrors(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
 	memtest.ConfigErrors(t, func(o scratchpad.Options) error { _, err := scratchpad.New(store, o); return err }, []memtest.ConfigCase[scratchpad.Options]{
-		{Opts: scratchpad.Options{Scope: core.ScopeExecution}, Field: "Scope"},
-		{Opts: scratchpad.Options{Scope: "galaxy"}, Field: "Scope"},
+		{Opts: scratchpad.Options{Common: memory.Common{Scope: core.ScopeExecution}}, Field: "Scope"},
+		{Opts: scratchpad.Options{Common: memory.Common{Scope: "galaxy"}}, Field: "Scope"},
 		{Opts: scratchpad.Options{MaxKeys: -1}, Field: "MaxKeys"},
-		{Opts: scratchpad.Options{ID: "a/b"}, Field: "ID"},
-		{Opts: scratchpad.Options{Budget: core.Range(10, 5)}, Field: "Budget.Max"},
+		{Opts: scratchpad.Options{Common: memory.Common{ID: "a/b"}}, Field: "ID"},
+		{Opts: scratchpad.Options{Common: memory.Common{Budget: core.Range(10, 5)}}, Field: "Budget.Max"},
 	})
 	if _, err := scratchpad.New(nil, scratchpad.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("nil store: %v", err)
@@ -498,7 +420,7 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if l.ID != "scratchpad" || l.Slot != core.SlotScratchpad || l.Scope != core.ScopeThread || l.Placement != core.PlacementAuto ||
-		l.Budget != core.Range(100, 1000) || len(l.Functions) != 1 || l.Functions[0].Name != "update" || !json.Valid(l.Functions[0].Parameters) {
+		l.Budget != core.Range(100, 1000) || len(l.Functions) != 1 || l.Functions[0].Spec.Name != "update" || !json.Valid(l.Functions[0].Spec.Parameters) {
 		t.Fatalf("defaults: %+v", l)
 	}
 }
@@ -513,7 +435,7 @@ func TestTwoSessionsOnOneThreadBothPersist(t *testing.T) {
 	// Interleaved writes: each session's scoped-state write conflicts with
 	// the other's; the layer's Merge resolves it and no write is lost.
 	for i, s := range []*core.Session{a, b, a, b} {
-		out, err := s.CallFunction(ctx, call(fmt.Sprint("c", i), fmt.Sprintf(`{"set": {"k%d": "v"}}`, i)))
+		out, err := s.ExecuteTool(ctx, call(fmt.Sprint("c", i), fmt.Sprintf(`{"set": {"k%d": "v"}}`, i)))
 		if err != nil || strings.HasPrefix(out.Output, "error") {
 			t.Fatalf("write %d: %q %v", i, out.Output, err)
 		}

@@ -21,7 +21,7 @@ func BenchmarkSearch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
 	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "t", ResourceID: "r"})
 	topics := []string{"garden", "flights", "dentist", "kitchen", "budget", "running", "kitten", "mortgage"}
 	for i := range 1000 {

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/memtest"
 	"github.com/stratamem/strata/memory/semantic"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
+	"github.com/stratamem/strata/vectorstore/faulty"
 )
 
 // reading wraps a driver and counts the records its reads return, by
@@ -75,14 +77,20 @@ func TestCostBoundedByTurn(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	rd := &reading{Collection: store.Records.Driver(), got: map[string]int{}}
+	// faulty.WrapCollection hands out the driver under store.Records (the
+	// portable type no longer does); no fault is injected.
+	_, fc, err := faulty.WrapCollection(store.Records, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := &reading{Collection: fc.Driver(), got: map[string]int{}}
 	col, err := vectorstore.NewCollection(rd, &vectorstore.Options{Dimension: memtest.Dimension})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store.Records = col
-	l := newLayer(t, store, semantic.Options{Scope: core.ScopeResource, Candidates: 20})
-	rt := newRuntime(t, l.Layer())
+	l := newLayer(t, store, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}, Candidates: 20})
+	rt := newRuntime(t, l)
 	// Two users: u1 with 30 conversations of 20 messages, u2 with the
 	// same words.
 	for _, u := range []string{"u1", "u2"} {

@@ -34,7 +34,7 @@ func TestDeletedFromOutsideNotResurrected(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
 	l := newLayer(t, store, semantic.Options{})
-	rt := newRuntime(t, l.Layer())
+	rt := newRuntime(t, l)
 	a := start(t, rt, "t1", "u1")
 	// The secret is the third latest message: its own context is stored,
 	// the next message's (which quotes it) is still to be written by a
@@ -117,7 +117,7 @@ func TestThreadDeletedWhileRunning(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
 	l := newLayer(t, store, semantic.Options{Mode: semantic.ModeLexical})
-	s := start(t, newRuntime(t, l.Layer()), "t1", "")
+	s := start(t, newRuntime(t, l), "t1", "")
 	talk(t, s, clk, "My bank PIN is 4711", "Noted.")
 	n, err := store.Records.DeleteWhere(ctx, vectorstore.Filter{Thread: "t1"})
 	if err != nil || n != 2 {

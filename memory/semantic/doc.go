@@ -7,7 +7,7 @@
 // Add it in one line:
 //
 //	l, err := semantic.New(store, semantic.Options{})
-//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
+//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
 //
 // # Records
 //
@@ -123,8 +123,8 @@
 // merged, oldest first, with their dates (in Options.Location, UTC by
 // default), in one developer message. Within the budget the hits come
 // first, best first, then their neighbours, nearest first; what does not
-// fit is left out (counted with Options.Tokenizer, which should be the
-// runtime's core.Config.Tokenizer). The output is a pure function of the
+// fit is left out (counted with the runtime's token counter,
+// core.RecallParams.Tokens, the one that cuts the layer's output). The output is a pure function of the
 // records and the query: the same state renders the same bytes. The
 // thread's latest message is nobody's context until the next message
 // arrives (it is usually the question itself, which would otherwise lift
@@ -146,8 +146,9 @@
 // oversized query, k out of range) are rejected with a message back to
 // the model; the layer's state is never changed by a search.
 //
-// Hosts search the same way through the session's state:
+// Hosts search a scope the same way through the layer, and list, put
+// and delete its messages:
 //
-//	st, _ := core.State[semantic.State](session, "semantic")
-//	hits, err := st.Search(ctx, "flights to Lisbon", semantic.SearchOptions{K: 5})
+//	scope := vectorstore.Scope{Thread: "t1", Resource: "alice"}
+//	hits, err := l.Search(ctx, scope, "flights to Lisbon", semantic.SearchOptions{K: 5})
 package semantic

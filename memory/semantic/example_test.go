@@ -33,7 +33,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}})
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
 
 	// Monday's run.
 	s, _ := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})

@@ -60,7 +60,7 @@ func (l *Layer) Reindex(ctx context.Context, filter vectorstore.Filter) error {
 // layerID, with the default Ranking's context weight (a layer configured
 // with another ContextWeight calls its own Reindex).
 func ReindexThread(ctx context.Context, col *vectorstore.Collection, layerID, resource, thread string) error {
-	o, err := Options{ID: layerID}.resolve()
+	o, err := Options{Common: memory.Common{ID: layerID}}.resolve()
 	if err != nil {
 		return err
 	}

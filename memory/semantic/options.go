@@ -2,11 +2,11 @@ package semantic
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/stratamem/strata/core"
-	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/internal/layerkit"
 )
 
 // Mode is how recall ranks the stored messages.
@@ -45,22 +45,21 @@ const (
 	defaultCandidate = 100
 )
 
-// Options configure the layer. The zero value is useful: id "semantic",
-// slot core.SlotSemanticRecall, thread scope, hybrid ranking, the 4 best
-// messages each with one neighbour before and after, user and assistant
-// messages recorded.
+// Options configure the layer. The zero value is useful. The common
+// options (memory.Common) default to: id "semantic", name "Semantic
+// recall", slot core.SlotSemanticRecall, thread scope (recall searches
+// the messages of the current thread; core.ScopeResource searches every
+// thread of the resource, e.g. everything one user said to the agent),
+// auto budget and live placement (the output is a function of the latest
+// user message, so it changes nearly every turn: anchored, it would
+// either pin a stale recall or publish a supersede each turn, while after
+// history it costs only its own tokens). The Logger receives warnings the
+// layer recovers from (an embedder that fails at recall, when lexical
+// results are served alone). The layer's own options default to the 4
+// best messages each with one neighbour before and after, hybrid
+// ranking, user and assistant messages recorded.
 type Options struct {
-	// ID names the layer and its records; "semantic" by default.
-	ID   string
-	Name string
-	// Slot defaults to core.SlotSemanticRecall.
-	Slot core.Slot
-	// Scope is core.ScopeThread (default: recall searches the messages of
-	// the current thread) or core.ScopeResource (every thread of the
-	// resource, e.g. everything one user said to the agent).
-	Scope core.Scope
-	// Budget is the layer's token budget; the zero value is auto.
-	Budget core.Budget
+	memory.Common
 	// TopK is the number of hits recalled per turn, 1..MaxTopK; 0 means 4.
 	TopK int
 	// MessageRange is the context shown around each hit; nil means
@@ -71,16 +70,6 @@ type Options struct {
 	Mode Mode
 	// Roles are the message roles recorded; nil means user and assistant.
 	Roles []core.Role
-	// Tokenizer counts the rendered output to fit the budget; nil means
-	// tokens.Estimate(), whatever the runtime counts with. Set it to the
-	// runtime's tokenizer (core.Config.Tokenizer, also
-	// core.Runtime.Tokenizer()): the runtime counts the layer's output
-	// with its own tokenizer and cuts what is past the budget, so with
-	// another count the layer either leaves budget unused or has its last
-	// message cut mid-way. The hooks are not given the runtime's
-	// tokenizer (core.RecallParams carries only the budget), so the layer
-	// cannot pick it up by itself.
-	Tokenizer tokens.Tokenizer
 	// Location is the time zone dates are rendered in; nil means UTC.
 	Location *time.Location
 	// MaxMessageChars cuts a recalled message longer than this when it is
@@ -94,15 +83,6 @@ type Options struct {
 	// Ranking tunes the hybrid ranking; the zero value is the default
 	// documented on Ranking.
 	Ranking Ranking
-	// Timeouts override the runtime's per-hook limits.
-	Timeouts core.Timeouts
-	// OnInitError says what a failure to load the records does; the
-	// default aborts the run.
-	OnInitError core.InitErrorPolicy
-	// Logger receives warnings the layer recovers from (an embedder that
-	// fails at recall, when lexical results are served alone). Nil
-	// discards them.
-	Logger *slog.Logger
 }
 
 // configError builds the *core.ConfigError for a bad field.
@@ -118,26 +98,15 @@ type resolved struct {
 }
 
 func (o Options) resolve() (resolved, error) {
-	if o.ID == "" {
-		o.ID = "semantic"
+	common, err := layerkit.Resolve(o.Common, layerkit.Defaults{
+		ID: DefaultID, Name: "Semantic recall", Slot: core.SlotSemanticRecall, Placement: core.PlacementLive,
+		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
+	})
+	if err != nil {
+		return resolved{}, err
 	}
+	o.Common = common
 	id := o.ID
-	if o.Name == "" {
-		o.Name = "Semantic recall"
-	}
-	if o.Slot == 0 {
-		o.Slot = core.SlotSemanticRecall
-	}
-	switch o.Scope {
-	case "":
-		o.Scope = core.ScopeThread
-	case core.ScopeThread, core.ScopeResource:
-	default:
-		return resolved{}, configError(id, "Scope", "must be %q or %q, got %q", core.ScopeThread, core.ScopeResource, o.Scope)
-	}
-	if err := o.Budget.Validate(); err != nil {
-		return resolved{}, configError(id, "Budget", "%v", err)
-	}
 	switch {
 	case o.TopK == 0:
 		o.TopK = defaultTopK
@@ -177,9 +146,6 @@ func (o Options) resolve() (resolved, error) {
 	if len(r.roles) == 0 {
 		return resolved{}, configError(id, "Roles", "empty: no message would be recorded")
 	}
-	if o.Tokenizer == nil {
-		o.Tokenizer = tokens.Estimate()
-	}
 	if o.Location == nil {
 		o.Location = time.UTC
 	}
@@ -206,9 +172,6 @@ func (o Options) resolve() (resolved, error) {
 		return resolved{}, err
 	}
 	o.Ranking = rk
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	r.Options = o
 	return r, nil
 }

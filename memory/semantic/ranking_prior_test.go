@@ -29,7 +29,7 @@ func TestNamedSpeakerPrior(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{}).Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{})), "t1", "u1")
 	talk(t, s, clk,
 		"Anna: Ben, did you rescue the ginger kitten from the animal home?", "Ben: I did rescue the ginger kitten, she is called Mist.",
 		"Anna: I joined a choir that rehearses on Tuesdays.", "Ben: A choir sounds fun, Anna.",
@@ -37,7 +37,7 @@ func TestNamedSpeakerPrior(t *testing.T) {
 		"Anna: The ferry was late again.", "Ben: Ferries here are never on time.",
 	)
 	open := func(opts semantic.Options) semantic.State {
-		s := start(t, newRuntime(t, newLayer(t, store, opts).Layer()), "t1", "u1")
+		s := start(t, newRuntime(t, newLayer(t, store, opts)), "t1", "u1")
 		t.Cleanup(func() { s.Close(ctx) })
 		return state(t, s, "semantic")
 	}
@@ -67,12 +67,12 @@ func TestDatePrior(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock() // Monday 4 March 2024
 	store := memtest.NewStore(t, "", clk)
-	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{}).Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{})), "t1", "u1")
 	talk(t, s, clk, "I planned the garden beds today.", "Nice, which vegetables?")
 	clk.Advance(9 * 24 * time.Hour) // 13 March
 	talk(t, s, clk, "I planned the garden beds and the garden shed and the garden path.", "That is a lot of garden.")
 	open := func(opts semantic.Options) semantic.State {
-		s := start(t, newRuntime(t, newLayer(t, store, opts).Layer()), "t1", "u1")
+		s := start(t, newRuntime(t, newLayer(t, store, opts)), "t1", "u1")
 		t.Cleanup(func() { s.Close(ctx) })
 		return state(t, s, "semantic")
 	}
@@ -99,7 +99,7 @@ func TestDatePrior(t *testing.T) {
 func TestDenseOneSided(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{}).Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{})), "t1", "u1")
 	talk(t, s, clk, trip...)
 	hits, err := state(t, s, "semantic").Search(context.Background(), "flights to Lisbon", semantic.SearchOptions{K: 20})
 	if err != nil {

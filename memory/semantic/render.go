@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -15,6 +16,9 @@ type renderer struct {
 	thread string // the session's thread
 	// skip says which neighbours not to show (the visible window).
 	skip func(*entry) bool
+	// tk counts the output against the budget: the runtime's counter
+	// (RecallParams.Tokens), nil for an unlimited budget.
+	tk tokens.Tokenizer
 }
 
 const (
@@ -120,7 +124,10 @@ func (r *renderer) neighbours(ctx context.Context, hits []*entry, rng MessageRan
 // to rng, nearest first, in the order of their hits. The empty string
 // means nothing fits.
 func (r *renderer) fit(hits []*entry, nb neighbours, rng MessageRange, budget int) string {
-	tk := r.s.l.o.Tokenizer
+	tk := r.tk
+	if tk == nil {
+		tk = tokens.Estimate()
+	}
 	set := map[string]*entry{}
 	out := ""
 	try := func(e *entry) bool {

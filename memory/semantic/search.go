@@ -35,7 +35,7 @@ type Hit struct {
 	Score, Dense, Lexical float64
 }
 
-// SearchOptions configure State.Search.
+// SearchOptions configure Layer.Search and State.Search.
 type SearchOptions struct {
 	// K is the number of hits; 0 means the layer's TopK. At most MaxTopK.
 	K int
@@ -56,16 +56,22 @@ var ErrNotInitialised = errors.New("semantic: state not initialised by the layer
 // query or a K out of range.
 var ErrInvalidQuery = errors.New("semantic: invalid query")
 
-// Search ranks the scope's messages for query and returns the k best.
-// It embeds pending messages first (in the same model call as the query),
-// so nothing recorded is missing from the vector ranking.
+// Search ranks the session's scope's messages for query and returns the
+// k best. It embeds pending messages first (in the same model call as the
+// query), so nothing recorded is missing from the vector ranking.
 func (s State) Search(ctx context.Context, query string, opts SearchOptions) ([]Hit, error) {
 	if s.s == nil {
 		return nil, ErrNotInitialised
 	}
+	return s.s.searchWith(ctx, query, opts)
+}
+
+// searchWith is Search's checks and ranking, shared by State.Search and
+// Layer.Search.
+func (s *session) searchWith(ctx context.Context, query string, opts SearchOptions) ([]Hit, error) {
 	k := opts.K
 	if k == 0 {
-		k = s.s.l.o.TopK
+		k = s.l.o.TopK
 	}
 	if k < 0 || k > MaxTopK {
 		return nil, fmt.Errorf("%w: k must be in 1..%d, got %d", ErrInvalidQuery, MaxTopK, opts.K)
@@ -75,7 +81,7 @@ func (s State) Search(ctx context.Context, query string, opts SearchOptions) ([]
 	}
 	mode := opts.Mode
 	if mode == "" {
-		mode = s.s.l.o.Mode
+		mode = s.l.o.Mode
 	}
 	if !mode.valid() {
 		return nil, fmt.Errorf("%w: unknown mode %q", ErrInvalidQuery, mode)
@@ -84,7 +90,7 @@ func (s State) Search(ctx context.Context, query string, opts SearchOptions) ([]
 	if opts.Exclude != nil {
 		extra = maxExcluded
 	}
-	hits, _, err := s.s.search(ctx, query, k, mode, opts.Exclude, extra)
+	hits, _, err := s.search(ctx, query, k, mode, opts.Exclude, extra)
 	return hits, err
 }
 

@@ -15,9 +15,14 @@ import (
 	"github.com/stratamem/strata/memory/lexical"
 )
 
-// Layer is a configured semantic-recall layer. Hand Layer() to the
-// runtime; one Layer serves any number of sessions.
+// Layer is a configured semantic-recall layer. It is a core.AnyLayer:
+// hand it to the runtime in core.Config.Layers; one Layer serves any
+// number of sessions. Its methods are the Go API over the same records.
 type Layer struct {
+	// Layer is the core layer the runtime runs, embedded so that *Layer
+	// is a core.AnyLayer. New resolves its fields from Options: set them
+	// there, not here (the Go API keeps using the resolved ID and Scope).
+	core.Layer[State]
 	o     resolved
 	store *memory.Store
 	an    *lexical.Analyzer
@@ -35,8 +40,7 @@ type Layer struct {
 // view of its scope's message records (which stay in the collection: the
 // state holds only the thread's latest messages and the writes in
 // flight). It holds nothing to persist, so the layer never commits it.
-// Get it with core.State[semantic.State](session, id) to search
-// explicitly.
+// Layer.Search searches a scope without it.
 type State struct {
 	s *session
 }
@@ -93,39 +97,30 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	}
 	l.placeholder = make([]float32, store.Embedder.Dimension())
 	l.placeholder[0] = 1
+	l.Layer = l.runtimeLayer()
 	return l, nil
 }
 
-// ID is the layer's id.
-func (l *Layer) ID() string { return l.o.ID }
-
-// Layer returns the core layer.
-func (l *Layer) Layer() core.Layer[State] {
-	return core.Layer[State]{
-		ID: l.o.ID, Name: l.o.Name, Slot: l.o.Slot, Scope: l.o.Scope, Budget: l.o.Budget,
-		// Live: the output is a function of the latest user message, so
-		// it changes nearly every turn. Anchored, it would either pin a
-		// stale recall or publish a supersede each turn; after history it
-		// costs only its own tokens.
-		Placement: core.PlacementLive,
-		// Its hooks write message records: one that times out leaves
-		// them unconfirmed, and the session method says so.
-		WritesRecords: true,
-		Timeouts:      l.o.Timeouts,
-		OnInitError:   l.o.OnInitError,
-		Hooks: core.Hooks[State]{
-			Init:         l.init,
-			OnItemAppend: l.onItemAppend,
-			Store:        l.storeHook,
-			Recall:       l.recall,
-			OnComplete:   l.onComplete,
-		},
-		Functions: []core.Function[State]{
-			core.NewFunction[State, SearchArgs]("search",
-				"Search the earlier messages of this conversation for ones about a topic; returns them with their dates.",
-				l.searchFunction),
-		},
+// runtimeLayer is the core layer the runtime runs. Its placement
+// defaults to live (see Options).
+func (l *Layer) runtimeLayer() core.Layer[State] {
+	cl := layerkit.Spec[State](l.o.Common)
+	// Its hooks write message records: one that times out leaves them
+	// unconfirmed, and the session method says so.
+	cl.WritesRecords = true
+	cl.Hooks = core.Hooks[State]{
+		Init:         l.init,
+		OnItemAppend: l.onItemAppend,
+		Store:        l.storeHook,
+		Recall:       l.recall,
+		OnComplete:   l.onComplete,
 	}
+	cl.Functions = []core.Function[State]{
+		core.NewFunction[State, SearchArgs]("search",
+			"Search the earlier messages of this conversation for ones about a topic; returns them with their dates.",
+			l.searchFunction),
+	}
+	return cl
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
@@ -153,19 +148,30 @@ func (l *Layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]
 	if s == nil {
 		return nil, ErrNotInitialised
 	}
-	it := p.Item
-	if it.Type != core.TypeMessage || !l.o.roles[it.Role] || p.Run.ParentRunID != "" {
+	if p.Run.ParentRunID != "" {
 		// A child run's messages are its own working; what it learned
 		// reaches the parent through its result.
 		return nil, nil
 	}
+	return nil, s.add(ctx, p.Run, p.Item, p.Index)
+}
+
+// add writes the message it, at log position index of run, durably with
+// a placeholder vector and its lexical document: the one write path of
+// onItemAppend and Put. Items that are not messages of a recorded role,
+// or whose text is blank, are skipped.
+func (s *session) add(ctx context.Context, run core.RunInfo, it core.Item, index int) error {
+	l := s.l
+	if it.Type != core.TypeMessage || !l.o.roles[it.Role] {
+		return nil
+	}
 	text, trunc := cleanText(it.Text())
 	if strings.TrimSpace(text) == "" {
-		return nil, nil
+		return nil
 	}
 	e := &entry{
-		id: recordID(l.o.ID, p.Run, it, p.Index, text), thread: p.Run.ThreadID, res: p.Run.ResourceID,
-		role: it.Role, text: text, itemID: it.ID, run: p.Run.RunID,
+		id: recordID(l.o.ID, run, it, index, text), thread: run.ThreadID, res: run.ResourceID,
+		role: it.Role, text: text, itemID: it.ID, run: run.RunID,
 		// The record must hold the time the collection will store, so
 		// the order the session assumes is the order a reader sees.
 		created: l.store.Time().Truncate(time.Microsecond), trunc: trunc,
@@ -176,12 +182,12 @@ func (l *Layer) onItemAppend(ctx context.Context, p core.ItemAppendParams[State]
 		if o.id == e.id && o.text == e.text && o.role == e.role {
 			// The same message appended again: stored already (an
 			// earlier one may still wait for the collection).
-			return nil, s.storeUnstoredLocked(ctx)
+			return s.storeUnstoredLocked(ctx)
 		}
 	}
 	s.unstored = append(s.unstored, e)
 	s.appendLocked(e)
-	return nil, s.storeUnstoredLocked(ctx)
+	return s.storeUnstoredLocked(ctx)
 }
 
 // storeHook writes what is unstored and, once EmbedBatch of the
@@ -243,7 +249,7 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	if len(hits) == 0 {
 		return core.Recall[State]{}, nil
 	}
-	r := &renderer{s: s, thread: p.Run.ThreadID, skip: func(e *entry) bool { return vis.has(e.itemID, e.role, e.text) }}
+	r := &renderer{s: s, thread: p.Run.ThreadID, skip: func(e *entry) bool { return vis.has(e.itemID, e.role, e.text) }, tk: p.Tokens}
 	text, err := r.show(ctx, hits, seen, l.o.rng, p.Budget)
 	if err != nil || text == "" {
 		return core.Recall[State]{}, err

@@ -30,7 +30,7 @@ func TestRecallAcrossRuns(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
 	l := newLayer(t, store, semantic.Options{})
-	rt := newRuntime(t, l.Layer())
+	rt := newRuntime(t, l)
 
 	s1 := start(t, rt, "t1", "u1")
 	talk(t, s1, clk, trip...)
@@ -68,7 +68,7 @@ func TestSkipsVisibleWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, l.Layer(), cap)
+	rt := newRuntime(t, l, cap)
 	s := start(t, rt, "t1", "u1")
 	talk(t, s, clk,
 		"My bike is a green Trek.", "Nice bike.",
@@ -96,7 +96,7 @@ func TestReopenSurvives(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, dir, clk)
 	l := newLayer(t, store, semantic.Options{})
-	s := start(t, newRuntime(t, l.Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, l), "t1", "u1")
 	talk(t, s, clk, trip...)
 	if err := s.Complete(ctx, "ok"); err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestReopenSurvives(t *testing.T) {
 
 	store2 := memtest.NewStore(t, dir, clk)
 	l2 := newLayer(t, store2, semantic.Options{})
-	s2 := start(t, newRuntime(t, l2.Layer()), "t1", "u1")
+	s2 := start(t, newRuntime(t, l2), "t1", "u1")
 	st := state(t, s2, "semantic")
 	if length(t, st) != len(trip) || pending(t, st) != 0 {
 		t.Fatalf("after reopen: Len %d Pending %d, want %d and 0", length(t, st), pending(t, st), len(trip))
@@ -172,7 +172,7 @@ func TestCrashBeforeEmbedding(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, dir, clk)
 	l := newLayer(t, store, semantic.Options{})
-	s := start(t, newRuntime(t, l.Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, l), "t1", "u1")
 	clk.Advance(time.Minute)
 	if err := s.Append(ctx, core.UserMessage("The spare key is under the blue flowerpot.")); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestCrashBeforeEmbedding(t *testing.T) {
 		t.Fatalf("want one pending record, got %+v", recs)
 	}
 	l2 := newLayer(t, store2, semantic.Options{})
-	s2 := start(t, newRuntime(t, l2.Layer()), "t1", "u1")
+	s2 := start(t, newRuntime(t, l2), "t1", "u1")
 	st := state(t, s2, "semantic")
 	if pending(t, st) != 1 {
 		t.Fatalf("Pending = %d, want 1", pending(t, st))
@@ -231,7 +231,7 @@ func TestEmbedderFailure(t *testing.T) {
 	store.Embedder = fl
 	// EmbedBatch 1: every Record embeds what has a complete context.
 	l := newLayer(t, store, semantic.Options{EmbedBatch: 1})
-	s := start(t, newRuntime(t, l.Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, l), "t1", "u1")
 	talk(t, s, clk, trip[:4]...)
 	before := pending(t, state(t, s, "semantic"))
 
@@ -277,7 +277,7 @@ func TestModelChangeReembeds(t *testing.T) {
 	dir := t.TempDir()
 	clk := newClock()
 	store := memtest.NewStore(t, dir, clk)
-	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{}).Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{})), "t1", "u1")
 	talk(t, s, clk, trip...)
 	if err := s.Complete(ctx, "ok"); err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestModelChangeReembeds(t *testing.T) {
 	}
 	store2 := memtest.NewStore(t, dir, clk)
 	store2.Embedder = &flaky{Embedder: store2.Embedder, model: "other-model"}
-	s2 := start(t, newRuntime(t, newLayer(t, store2, semantic.Options{EmbedBatch: 3}).Layer()), "t1", "u1")
+	s2 := start(t, newRuntime(t, newLayer(t, store2, semantic.Options{EmbedBatch: 3})), "t1", "u1")
 	st := state(t, s2, "semantic")
 	if hits, err := st.Search(ctx, "flight", semantic.SearchOptions{Mode: semantic.ModeDense}); err != nil || len(hits) != 0 {
 		t.Fatalf("dense search under a new model before Reembed: %v %+v, want no hits", err, hits)
@@ -318,7 +318,7 @@ func TestThreadIsolationConcurrent(t *testing.T) {
 	store := memtest.NewStore(t, "", clk)
 	store.Now = func() time.Time { return day0 } // the shared clock is not advanced concurrently
 	l := newLayer(t, store, semantic.Options{})
-	rt := newRuntime(t, l.Layer())
+	rt := newRuntime(t, l)
 	secrets := map[string]string{"alpha": "aardvark", "beta": "bumblebee"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -388,8 +388,8 @@ func TestResourceScope(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	l := newLayer(t, store, semantic.Options{Scope: core.ScopeResource})
-	rt := newRuntime(t, l.Layer())
+	l := newLayer(t, store, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}})
+	rt := newRuntime(t, l)
 	s := start(t, rt, "t1", "anna")
 	talk(t, s, clk, "My sister Claire lives in York.", "Good to know.")
 	if err := s.Complete(ctx, "ok"); err != nil {
@@ -410,7 +410,7 @@ func TestRangesMergeChronological(t *testing.T) {
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
 	l := newLayer(t, store, semantic.Options{Mode: semantic.ModeLexical, TopK: 3, MessageRange: &semantic.MessageRange{Before: 1, After: 0}})
-	rt := newRuntime(t, l.Layer())
+	rt := newRuntime(t, l)
 	s := start(t, rt, "t1", "u1")
 	talk(t, s, clk,
 		"zebra one", "ok a",
@@ -441,7 +441,7 @@ func TestRangesMergeChronological(t *testing.T) {
 	}
 	clk2 := newClock()
 	store2 := memtest.NewStore(t, "", clk2)
-	rt2 := newRuntime(t, newLayer(t, store2, semantic.Options{Mode: semantic.ModeLexical, TopK: 3, MessageRange: &semantic.MessageRange{Before: 1, After: 0}}).Layer())
+	rt2 := newRuntime(t, newLayer(t, store2, semantic.Options{Mode: semantic.ModeLexical, TopK: 3, MessageRange: &semantic.MessageRange{Before: 1, After: 0}}))
 	o := start(t, rt2, "t1", "u1")
 	talk(t, o, clk2, "zebra one", "ok a", "filler b", "ok b", "zebra two", "zebra three", "filler c", "ok c")
 	if err := o.Complete(context.Background(), "ok"); err != nil {
@@ -457,13 +457,13 @@ func TestBudget(t *testing.T) {
 	store := memtest.NewStore(t, "", clk)
 	long := strings.Repeat("a long message about the garden shed and its roof ", 8)
 	for _, budget := range []int{60, 200, 10} {
-		l := newLayer(t, store, semantic.Options{ID: fmt.Sprintf("sem%d", budget), Budget: core.Fixed(float64(budget)), TopK: 5})
-		rt := newRuntime(t, l.Layer())
+		l := newLayer(t, store, semantic.Options{Common: memory.Common{ID: fmt.Sprintf("sem%d", budget), Budget: core.Fixed(float64(budget))}, TopK: 5})
+		rt := newRuntime(t, l)
 		s := start(t, rt, "t-budget", "u1")
 		talk(t, s, clk, "garden shed roof leaks", long, "garden shed door squeaks", "oil it", "garden shed paint", "green")
 		s2 := start(t, rt, "t-budget", "u1")
-		got := ask(t, s2, clk, l.ID(), "garden shed")
-		u := s2.LastUsage().Layer(l.ID())
+		got := ask(t, s2, clk, l.ID, "garden shed")
+		u := s2.LastUsage().Layer(l.ID)
 		if u.Tokens > budget || u.Truncated != 0 {
 			t.Fatalf("budget %d: layer used %d tokens, truncated %d", budget, u.Tokens, u.Truncated)
 		}
@@ -482,7 +482,7 @@ func TestOptionsValidation(t *testing.T) {
 		opts  semantic.Options
 		field string
 	}{
-		{semantic.Options{Scope: core.ScopeGlobal}, "Scope"},
+		{semantic.Options{Common: memory.Common{Scope: core.ScopeGlobal}}, "Scope"},
 		{semantic.Options{TopK: -1}, "TopK"},
 		{semantic.Options{TopK: semantic.MaxTopK + 1}, "TopK"},
 		{semantic.Options{MessageRange: &semantic.MessageRange{Before: -1}}, "MessageRange.Before"},
@@ -498,12 +498,14 @@ func TestOptionsValidation(t *testing.T) {
 		{semantic.Options{Ranking: semantic.Ranking{ContextWeight: 2}}, "Ranking.ContextWeight"},
 		{semantic.Options{Ranking: semantic.Ranking{B: 1.5}}, "Ranking.B"},
 		{semantic.Options{Ranking: semantic.Ranking{SpeakerPrior: 1.5}}, "Ranking.SpeakerPrior"},
-		{semantic.Options{Budget: core.Range(10, 5)}, "Budget"},
+		{semantic.Options{Common: memory.Common{Budget: core.Range(10, 5)}}, "Budget.Max"},
+		{semantic.Options{Common: memory.Common{Placement: "middle"}}, "Placement"},
+		{semantic.Options{Common: memory.Common{ID: "a/b"}}, "ID"},
 	}
 	for _, c := range cases {
 		_, err := semantic.New(store, c.opts)
 		var ce *core.ConfigError
-		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, core.ErrConfig) {
+		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("%+v: error %v, want ConfigError on %s", c.opts, err, c.field)
 		}
 	}
@@ -516,7 +518,7 @@ func TestOptionsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := l.Layer().Spec()
+	sp := l.Layer.Spec()
 	if sp.ID != "semantic" || sp.Slot != core.SlotSemanticRecall || sp.Scope != core.ScopeThread || sp.Placement != core.PlacementLive {
 		t.Fatalf("defaults: %+v", sp)
 	}
@@ -526,7 +528,7 @@ func TestSearchFunction(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	rt := newRuntime(t, newLayer(t, store, semantic.Options{}).Layer())
+	rt := newRuntime(t, newLayer(t, store, semantic.Options{}))
 	s := start(t, rt, "t1", "u1")
 	talk(t, s, clk, trip...)
 	before := len(records(t, store, vectorstore.Filter{Layer: "semantic"}))
@@ -543,7 +545,7 @@ func TestSearchFunction(t *testing.T) {
 		"not an object": `["lisbon"]`,
 	}
 	for name, args := range bad {
-		out, err := s.CallFunction(ctx, core.FunctionCall("c-"+name, "semantic/search", args))
+		out, err := s.ExecuteTool(ctx, core.FunctionCall("c-"+name, "semantic/search", args))
 		if err != nil {
 			t.Fatalf("%s: CallFunction error %v", name, err)
 		}
@@ -554,7 +556,7 @@ func TestSearchFunction(t *testing.T) {
 	if after := len(records(t, store, vectorstore.Filter{Layer: "semantic"})); after != before {
 		t.Fatalf("rejected calls changed the records: %d -> %d", before, after)
 	}
-	out, err := s.CallFunction(ctx, core.FunctionCall("c-ok", "semantic/search", `{"query": "Lisbon flights", "k": 1}`))
+	out, err := s.ExecuteTool(ctx, core.FunctionCall("c-ok", "semantic/search", `{"query": "Lisbon flights", "k": 1}`))
 	if err != nil || !strings.Contains(out.Output, "[Mon 2024-03-04 09:01 UTC] user: I booked the flights to Lisbon") {
 		t.Fatalf("search: %v %q", err, out.Output)
 	}
@@ -571,7 +573,7 @@ func TestBadMessages(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{}).Layer()), "t1", "u1")
+	s := start(t, newRuntime(t, newLayer(t, store, semantic.Options{})), "t1", "u1")
 	huge := strings.Repeat("é", 40<<10) // 80 KiB
 	items := []core.Item{
 		core.UserMessage("bad utf8 \xff\xfe here"),
@@ -632,7 +634,7 @@ func TestSameItemIDIsOneRecord(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	rt := newRuntime(t, newLayer(t, store, semantic.Options{}).Layer())
+	rt := newRuntime(t, newLayer(t, store, semantic.Options{}))
 	msg := core.UserMessage("I adopted a greyhound called Pepper.")
 	msg.ID = "msg-17"
 	for range 2 {
@@ -650,34 +652,6 @@ func TestSameItemIDIsOneRecord(t *testing.T) {
 	}
 }
 
-func TestChildRunNotRecorded(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock()
-	store := memtest.NewStore(t, "", clk)
-	rt := newRuntime(t, newLayer(t, store, semantic.Options{}).Layer())
-	s := start(t, rt, "t1", "u1")
-	talk(t, s, clk, trip[:2]...)
-	child, err := s.Spawn(ctx, core.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Append(ctx, core.UserMessage("sub-agent scratch work about Lisbon")); err != nil {
-		t.Fatal(err)
-	}
-	got := recalled(t, child, "semantic")
-	if !strings.Contains(got, "flights to Lisbon") {
-		t.Fatalf("child does not recall the parent's thread:\n%s", got)
-	}
-	if err := s.Return(ctx, child, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range records(t, store, vectorstore.Filter{Layer: "semantic", Kind: semantic.KindMessage}) {
-		if strings.Contains(r.Text, "sub-agent") {
-			t.Fatalf("child message recorded: %+v", r)
-		}
-	}
-}
-
 // TestSpeakerPrior: the user's own statement outranks the assistant's
 // echo of it for a question about the user's life, and the assistant's
 // message outranks the user's for a question about what the assistant
@@ -686,7 +660,7 @@ func TestSpeakerPrior(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	store := memtest.NewStore(t, "", clk)
-	rt := newRuntime(t, newLayer(t, store, semantic.Options{}).Layer())
+	rt := newRuntime(t, newLayer(t, store, semantic.Options{}))
 	s := start(t, rt, "t1", "u1")
 	talk(t, s, clk,
 		"The dentist moved me to Thursday at nine, the appointment is early.", "Noted: dentist appointment, Thursday at nine.",
@@ -696,7 +670,7 @@ func TestSpeakerPrior(t *testing.T) {
 	top := func(prior float64, q string) []semantic.Hit {
 		t.Helper()
 		l := newLayer(t, store, semantic.Options{Ranking: semantic.Ranking{SpeakerPrior: prior}})
-		s := start(t, newRuntime(t, l.Layer()), "t1", "u1")
+		s := start(t, newRuntime(t, l), "t1", "u1")
 		defer s.Close(ctx)
 		hits, err := state(t, s, "semantic").Search(ctx, q, semantic.SearchOptions{K: 2})
 		if err != nil {

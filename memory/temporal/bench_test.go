@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"context"
 	"fmt"
+	"github.com/stratamem/strata/tokens"
 	"testing"
 
 	"github.com/stratamem/strata/core"
@@ -27,21 +28,21 @@ func BenchmarkRender(b *testing.B) {
 			temporal.Input{Subject: fmt.Sprint("person ", i), Predicate: "city", Value: "Paris", When: fmt.Sprintf("%d days ago", 400-i)},
 			temporal.Input{Subject: fmt.Sprint("person ", i), Predicate: "city", Value: "Berlin", When: fmt.Sprintf("%d days ago", 100-i%100)})
 	}
-	if _, err := l.Record(ctx, scope, t0, in[:100]...); err != nil {
+	if _, err := l.Put(ctx, scope, t0, in[:100]...); err != nil {
 		b.Fatal(err)
 	}
 	for k := 100; k < len(in); k += 100 {
-		if _, err := l.Record(ctx, scope, t0, in[k:min(k+100, len(in))]...); err != nil {
+		if _, err := l.Put(ctx, scope, t0, in[k:min(k+100, len(in))]...); err != nil {
 			b.Fatal(err)
 		}
 	}
-	facts, err := l.History(ctx, scope)
+	facts, err := l.List(ctx, scope)
 	if err != nil || len(facts) != 500 {
 		b.Fatalf("%d facts, %v", len(facts), err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = l.Render(facts, t0, 2000)
+		_ = l.Render(facts, t0, 2000, tokens.Estimate())
 	}
 }
 
@@ -56,11 +57,11 @@ func BenchmarkRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l.Layer()}}, core.RunOptions{ThreadID: "bench"})
+	s := memtest.Session(b, core.Config{Layers: []core.AnyLayer{l}}, core.RunOptions{ThreadID: "bench"})
 	// 100 chains; each iteration supersedes the current fact of one, so
 	// chains grow by one fact per 100 iterations.
 	for k := 0; k < 100; k++ {
-		if _, err := s.CallFunction(ctx, recordCall(fmt.Sprint("seed", k), fact{"user", fmt.Sprint("attr ", k), "initial", ""})); err != nil {
+		if _, err := s.ExecuteTool(ctx, recordCall(fmt.Sprint("seed", k), fact{"user", fmt.Sprint("attr ", k), "initial", ""})); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,7 +70,7 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		i++
 		clock.Advance(1e9)
-		out, err := s.CallFunction(ctx, recordCall(fmt.Sprint("c", i), fact{"user", fmt.Sprint("attr ", i%100), fmt.Sprint("state ", i), ""}))
+		out, err := s.ExecuteTool(ctx, recordCall(fmt.Sprint("c", i), fact{"user", fmt.Sprint("attr ", i%100), fmt.Sprint("state ", i), ""}))
 		if err != nil || out.Output[:8] != "Recorded" {
 			b.Fatal(err, out.Output)
 		}

@@ -8,13 +8,13 @@
 // Add it in one line:
 //
 //	ledger, err := temporal.New(store, temporal.Options{})
-//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ledger.Layer()}})
+//	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ledger}})
 //
 // # Writing facts
 //
 // The model writes through the provided function "temporal/record"
 // {facts: [{subject, predicate, value, when?}]}. It is applied only when
-// the host routes the call (Session.ExecuteTool or Session.CallFunction),
+// the host routes the call (Session.ExecuteTool),
 // which the usual loop does after asking the steering layers
 // (Session.BeforeToolCall), and the call's output is what the write did
 // ("Recorded 2 fact(s): ..."). Recording the call with Session.Record
@@ -27,7 +27,7 @@
 // nothing. An optional Extractor reads the conversation after each model
 // call; Patterns is an offline, pattern-based one (a few first-person
 // statements such as "I moved to Berlin last Friday"), honest about being
-// nothing more. Layer.Record is the Go API over the same path. Bad
+// nothing more. Layer.Put is the Go API over the same path. Bad
 // arguments (invalid JSON, wrong types, missing or unknown fields, empty
 // or over-long fields, a when the parser does not know, more than 100
 // facts, more than 256 KiB) are rejected with a *core.ArgumentError that
@@ -110,15 +110,6 @@
 // says whose midnight it is. The alternative, absolute dates only with a
 // live "today is" line, would leave the model to do the date arithmetic
 // the issue asks the ledger to do for it.
-//
-// # As-of correctness
-//
-// EvaluateAsOf replays a labelled set of facts recorded over time
-// (supersessions, corrections, backfills, relative phrases across week
-// and month boundaries) through a real session with the store clock set
-// to each message's time, answers "what was S's P on D" with AsOf, and
-// reports the accuracy. DefaultAsOfSet is the set in testdata/asof.json;
-// the ledger answers all of it correctly.
 //
 // # Concurrency
 //

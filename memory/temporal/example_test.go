@@ -31,19 +31,20 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ledger.Layer()}})
+	rt, _ := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ledger}})
 	sess, _ := rt.Start(ctx, core.RunOptions{ThreadID: "thread-1"})
 
-	out, _ := sess.CallFunction(ctx, core.FunctionCall("call-1", "temporal/record",
+	out, _ := sess.ExecuteTool(ctx, core.FunctionCall("call-1", "temporal/record",
 		`{"facts": [{"subject": "user", "predicate": "lives in", "value": "Paris", "when": "2026-10-01"},
 		            {"subject": "user", "predicate": "lives in", "value": "Berlin", "when": "last Friday"}]}`))
+
 	fmt.Println(out.Output)
 
 	view, _ := sess.Assemble(ctx)
 	for _, it := range view.Band(core.BandAnchor) {
 		fmt.Println(it.Text())
 	}
-	out, _ = sess.CallFunction(ctx, core.FunctionCall("call-2", "temporal/as_of", `{"date": "2026-11-01"}`))
+	out, _ = sess.ExecuteTool(ctx, core.FunctionCall("call-2", "temporal/as_of", `{"date": "2026-11-01"}`))
 	fmt.Println(out.Output)
 	// Output:
 	// Recorded 2 fact(s): 2 new, 0 unchanged; 1 older fact(s) superseded.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory/internal/render"
+	"github.com/stratamem/strata/tokens"
 )
 
 func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
@@ -17,11 +18,11 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 	if err != nil {
 		return core.Recall[State]{}, err
 	}
-	return render.Recall[State](l.opts.ID, l.Render(m.all(), l.store.Time(), p.Budget)), nil
+	return render.Recall[State](l.opts.ID, l.Render(m.all(), l.store.Time(), p.Budget, p.Tokens)), nil
 }
 
 // Render renders the ledger as it stands today within budget tokens
-// (counted with Options.Tokenizer plus the runtime's per-item overhead):
+// (counted with tok, the runtime's counter, plus its per-item overhead):
 // the facts current at the end of now's calendar day (in
 // Options.Location), newest first, each with the previous value of its
 // chain, then the scheduled ones (valid from a later day). Each line
@@ -33,13 +34,12 @@ func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Re
 // The exact instants are in the ledger; AsOf and the as_of function answer
 // them. What does not fit is counted in a closing line, oldest facts
 // first. It returns "" when there is nothing to render or nothing fits.
-func (l *Layer) Render(facts []Fact, now time.Time, budget int) string {
+func (l *Layer) Render(facts []Fact, now time.Time, budget int, tok tokens.Tokenizer) string {
 	current, scheduled, before := l.arrange(facts, endOfDay(now, l.opts.Location))
 	if len(current)+len(scheduled) == 0 {
 		return ""
 	}
 	loc := l.opts.Location
-	tok := l.opts.Tokenizer
 	local := now.In(loc)
 	head := `<temporal_facts today="` + local.Format("2006-01-02") + `" weekday="` + local.Weekday().String() + `">` + "\n" +
 		"Facts as they stand today, newest first. [date it became true · how long ago, in calendar days from today]. " +

@@ -2,8 +2,6 @@ package temporal
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,7 @@ import (
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/internal/layerkit"
-	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/memory/internal/ledger"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -32,14 +30,10 @@ const (
 // functions are then "temporal/record" and "temporal/as_of".
 const DefaultID = "temporal"
 
-// DefaultSlot is the layer's slot when Options.Slot is 0. The spec has no
-// constant for a temporal ledger; 175 puts it between entity memory (150)
+// DefaultSlot is the layer's slot when Options.Slot is 0. core has no
+// slot constant for a temporal ledger; 175 puts it between entity memory (150)
 // and observations (200), with the other grounding facts.
 const DefaultSlot core.Slot = 175
-
-// Auto asks for core.PlacementAuto in Options.Placement, whose zero value
-// means anchor for this layer.
-const Auto core.Placement = "auto"
 
 // Limits on what one write may carry.
 const (
@@ -83,8 +77,8 @@ const (
 var (
 	// ErrScope is wrapped when a Go API call names a scope the layer
 	// cannot use.
-	ErrScope = errors.New("temporal: invalid scope")
-	// ErrInvalidFact is wrapped when a fact given to Record is malformed.
+	ErrScope = memory.ErrScope
+	// ErrInvalidFact is wrapped when a fact given to Put is malformed.
 	ErrInvalidFact = errors.New("temporal: invalid fact")
 )
 
@@ -181,42 +175,36 @@ func normValue(s string) string {
 	return strings.ToLower(strings.TrimRight(strings.Join(strings.Fields(s), " "), " .,;:"))
 }
 
-// Options configure the layer. The zero value is useful: id "temporal",
-// slot 175, thread scope, auto budget, anchored placement, no extractor
-// (writes come from the model's temporal/record calls), calendar days in
-// UTC, the fast token estimate.
+// Options configure the layer. The zero value is useful. The common
+// options (memory.Common) default to: id "temporal", name "Temporal
+// facts", slot DefaultSlot (175), thread scope (core.ScopeResource is
+// the other one accepted), auto budget and anchored placement (see the
+// package doc; memory.PlacementAuto asks for the runtime's choice). The
+// layer's own default to no extractor (writes come from the model's
+// temporal/record calls and Put) and calendar days in UTC.
 type Options struct {
-	// ID names the layer and prefixes its provided functions.
-	ID string
-	// Slot orders the layer in its band; 0 means DefaultSlot.
-	Slot core.Slot
-	// Scope is core.ScopeThread (default) or core.ScopeResource.
-	Scope core.Scope
-	// Budget caps the rendered tokens; the zero value is auto.
-	Budget core.Budget
-	// Placement defaults to anchor (the zero value); see the package doc.
-	// core.PlacementLive is accepted, and Auto for the runtime's choice
-	// (core.PlacementAuto is the zero value, so it cannot be told apart
-	// from "unset").
-	Placement core.Placement
+	memory.Common
 	// Extractor, when set, reads new conversation items after each model
 	// call and returns facts; Patterns is the offline pattern-based one.
 	Extractor Extractor
 	// Location sets the calendar for "yesterday", "last Friday" and the
 	// rendered dates; nil means UTC.
 	Location *time.Location
-	// Tokenizer counts rendered tokens to fit the budget; nil means
-	// tokens.Estimate().
-	Tokenizer tokens.Tokenizer
-	// Timeouts override the runtime's hook timeouts.
-	Timeouts core.Timeouts
 }
 
-// Layer is the temporal fact ledger bound to a store. Hand Layer() to the
-// runtime; the other methods are the Go API over the same records.
+// Layer is the temporal fact ledger bound to a store. It is a
+// core.AnyLayer: hand it to the runtime in core.Config.Layers. Its
+// methods are the Go API over the same records, through the same write
+// path as the model's record calls and extraction.
 type Layer struct {
-	store  *memory.Store
-	opts   Options
+	// Layer is the core layer the runtime runs, embedded so that *Layer
+	// is a core.AnyLayer. New resolves its fields from Options: set them
+	// there, not here (the Go API keeps using the resolved ID and Scope).
+	core.Layer[State]
+	store *memory.Store
+	opts  Options
+	// g is the skeleton shared with the observations layer.
+	g      ledger.Ledger
 	fnRec  string
 	fnAsOf string
 }
@@ -228,34 +216,22 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err := store.Validate(); err != nil {
 		return nil, err
 	}
-	common, err := layerkit.Common{ID: opts.ID, Slot: opts.Slot, Scope: opts.Scope, Budget: opts.Budget}.Resolve(layerkit.Defaults{
-		ID: DefaultID, Slot: DefaultSlot,
-		Scopes: []core.Scope{core.ScopeThread, core.ScopeResource}, CheckID: layerkit.RecordSafe,
+	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+		ID: DefaultID, Name: "Temporal facts", Slot: DefaultSlot, Placement: core.PlacementAnchor,
+		Scopes: Format.Scopes(), CheckID: layerkit.RecordSafe,
 	})
 	if err != nil {
 		return nil, err
 	}
-	opts.ID, opts.Slot, opts.Scope, opts.Budget = common.ID, common.Slot, common.Scope, common.Budget
-	switch opts.Placement {
-	case "":
-		opts.Placement = core.PlacementAnchor
-	case core.PlacementAnchor, core.PlacementLive:
-	case Auto:
-		opts.Placement = core.PlacementAuto
-	default:
-		return nil, layerkit.ConfigError(opts.ID, "Placement", fmt.Sprintf("unknown placement %q", opts.Placement))
-	}
+	opts.Common = common
 	if opts.Location == nil {
 		opts.Location = time.UTC
 	}
-	if opts.Tokenizer == nil {
-		opts.Tokenizer = tokens.Estimate()
-	}
-	return &Layer{store: store, opts: opts, fnRec: opts.ID + "/record", fnAsOf: opts.ID + "/as_of"}, nil
+	l := &Layer{store: store, opts: opts, fnRec: opts.ID + "/record", fnAsOf: opts.ID + "/as_of",
+		g: ledger.Ledger{Store: store, ID: opts.ID, Kind: Kind, Scope: opts.Scope, Name: "temporal"}}
+	l.Layer = l.runtimeLayer()
+	return l, nil
 }
-
-// ID is the layer id.
-func (l *Layer) ID() string { return l.opts.ID }
 
 // State is the layer's per-session state. Only Applied is persisted; the
 // facts are records in the store, mirrored in memory for rendering.
@@ -283,7 +259,7 @@ func (s State) Facts() []Fact {
 // mergeState resolves a compare-and-swap conflict between two sessions of
 // one scope: the applied call ids of both are kept.
 func mergeState(stored, mine State) State {
-	mine.Applied = memory.MergeCallIDs(stored.Applied, mine.Applied, memory.MaxPersistedCalls)
+	mine.Applied = ledger.MergeCalls(stored.Applied, mine.Applied)
 	return mine
 }
 
@@ -324,8 +300,8 @@ func compareChain(a, b Fact) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
-// Layer returns the core layer to add to a runtime.
-func (l *Layer) Layer() core.Layer[State] {
+// runtimeLayer is the core layer the runtime runs.
+func (l *Layer) runtimeLayer() core.Layer[State] {
 	record := layerkit.Function[State, recordArgs]("record", l.fnRec,
 		"Record facts that hold from a point in time, e.g. where someone lives, who they work for, a deadline. "+
 			"A newer fact with the same subject and predicate supersedes the older one, which is kept as history. "+
@@ -334,45 +310,9 @@ func (l *Layer) Layer() core.Layer[State] {
 	asOf := layerkit.Function[State, asOfArgs]("as_of", l.fnAsOf,
 		"List the facts that were true on a date (at the end of that day), e.g. to answer 'where did Alice live in March?'.",
 		MaxArgumentBytes, l.callAsOf)
-	return core.Layer[State]{
-		ID:        l.opts.ID,
-		Name:      "Temporal facts",
-		Slot:      l.opts.Slot,
-		Scope:     l.opts.Scope,
-		Budget:    l.opts.Budget,
-		Placement: l.opts.Placement,
-		Timeouts:  l.opts.Timeouts,
-		Functions: []core.Function[State]{record, asOf},
-		Merge:     mergeState,
-		// Facts are records: a write hook that times out leaves them
-		// unconfirmed, and the session method says so.
-		WritesRecords: true,
-		Hooks: core.Hooks[State]{
-			Init:         l.init,
-			Recall:       l.recall,
-			RenderDelta:  l.renderDelta,
-			OnItemAppend: l.onItemAppend,
-			Store:        l.storeHook,
-		},
-	}
-}
-
-func (l *Layer) scopeOf(run core.RunInfo) vectorstore.Scope {
-	return layerkit.ThreadOrResource(l.opts.Scope, run)
-}
-
-func (l *Layer) checkScope(s vectorstore.Scope) (vectorstore.Scope, error) {
-	return layerkit.CheckScope(l.opts.ID, l.opts.Scope, s, ErrScope)
-}
-
-// filter selects the current-kind facts of a scope; allKinds adds the
-// corrected ones.
-func (l *Layer) filter(s vectorstore.Scope) vectorstore.Filter {
-	return vectorstore.Filter{Layer: l.opts.ID, Kind: Kind, Thread: s.Thread, Resource: s.Resource}
-}
-
-func (l *Layer) allKinds(s vectorstore.Scope) vectorstore.Filter {
-	return vectorstore.Filter{Layer: l.opts.ID, Thread: s.Thread, Resource: s.Resource}
+	return ledger.Spec(l.opts.Common, mergeState, core.Hooks[State]{
+		Init: l.init, Recall: l.recall, RenderDelta: l.renderDelta, OnItemAppend: l.onItemAppend, Store: l.storeHook,
+	}, record, asOf)
 }
 
 func (l *Layer) list(ctx context.Context, f vectorstore.Filter, withVectors bool) ([]vectorstore.Record, error) {
@@ -387,23 +327,24 @@ func (l *Layer) list(ctx context.Context, f vectorstore.Filter, withVectors bool
 // ValidTo), read from the store with a ValidAt filter, ordered by subject,
 // predicate and ValidFrom.
 func (l *Layer) AsOf(ctx context.Context, scope vectorstore.Scope, t time.Time) ([]Fact, error) {
-	scope, err := l.checkScope(scope)
+	scope, err := l.g.Check(scope)
 	if err != nil {
 		return nil, err
 	}
-	f := l.filter(scope)
+	f := l.g.Filter(scope)
 	f.ValidAt = t
 	return l.facts(ctx, f)
 }
 
-// History returns every fact of scope, closed and corrected ones
-// included, ordered by subject, predicate and ValidFrom.
-func (l *Layer) History(ctx context.Context, scope vectorstore.Scope) ([]Fact, error) {
-	scope, err := l.checkScope(scope)
+// List returns every fact of scope, closed and corrected ones
+// included, ordered by subject, predicate and ValidFrom, read from the
+// store (so it sees writes of every session).
+func (l *Layer) List(ctx context.Context, scope vectorstore.Scope) ([]Fact, error) {
+	scope, err := l.g.Check(scope)
 	if err != nil {
 		return nil, err
 	}
-	return l.facts(ctx, l.allKinds(scope))
+	return l.facts(ctx, l.g.AllKinds(scope))
 }
 
 // facts reads the facts f selects, ordered by subject, predicate and
@@ -421,11 +362,11 @@ func (l *Layer) facts(ctx context.Context, f vectorstore.Filter) ([]Fact, error)
 	return out, nil
 }
 
-// Record writes facts to scope as stated at time at (the message time
+// Put writes facts to scope as stated at time at (the message time
 // their When phrases resolve against; zero means the store clock). It is
 // the path the record function and extraction take.
-func (l *Layer) Record(ctx context.Context, scope vectorstore.Scope, at time.Time, facts ...Input) (Result, error) {
-	scope, err := l.checkScope(scope)
+func (l *Layer) Put(ctx context.Context, scope vectorstore.Scope, at time.Time, facts ...Input) (Result, error) {
+	scope, err := l.g.Check(scope)
 	if err != nil {
 		return Result{}, err
 	}
@@ -444,19 +385,14 @@ func (l *Layer) Record(ctx context.Context, scope vectorstore.Scope, at time.Tim
 }
 
 func (l *Layer) init(ctx context.Context, p core.InitParams) (State, error) {
-	if p.ClaimedThread {
-		if _, err := layerkit.AdoptThreadRecords(ctx, l.store.Records, l.opts.ID, p.Run); err != nil {
-			return State{}, fmt.Errorf("temporal: %w", err)
-		}
-	}
-	return layerkit.InitState(p.Stored, func(st *State) (err error) {
-		st.m, err = l.load(ctx, l.scopeOf(p.Run))
+	return ledger.Init(ctx, &l.g, p, func(st *State, scope vectorstore.Scope) (err error) {
+		st.m, err = l.load(ctx, scope)
 		return err
 	})
 }
 
 func (l *Layer) load(ctx context.Context, scope vectorstore.Scope) (*mirror, error) {
-	recs, err := l.list(ctx, l.allKinds(scope), false)
+	recs, err := l.list(ctx, l.g.AllKinds(scope), false)
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +407,7 @@ func (l *Layer) mirrorOf(ctx context.Context, st State, run core.RunInfo) (*mirr
 	if st.m != nil {
 		return st.m, nil
 	}
-	return l.load(ctx, l.scopeOf(run))
+	return l.load(ctx, l.g.ScopeOf(run))
 }
 
 // onItemAppend stamps each item with the store clock as it is recorded:
@@ -502,7 +438,7 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 	if err != nil {
 		return nil, err
 	}
-	scope := l.scopeOf(p.Run)
+	scope := l.g.ScopeOf(p.Run)
 	base := len(p.History) - len(p.NewItems)
 	ids := make([]string, len(p.NewItems))
 	for i, it := range p.NewItems {
@@ -524,38 +460,26 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 		next = &st
 	}
 	// No function-call application here: "<id>/record" is applied only
-	// when the host routes it (CallFunction), after the steering layers'
+	// when the host routes it (ExecuteTool), after the steering layers'
 	// BeforeToolCall, so a denial holds. This hook runs when the call is
 	// recorded, before anyone is asked.
 	if l.opts.Extractor == nil {
 		return next, nil
 	}
 	// The extractor does not see this layer's own calls and their outputs.
-	items, idx := layerkit.Foreign(p.NewItems, l.fnRec, l.fnAsOf)
-	if len(items) == 0 {
-		return next, nil
-	}
-	found, err := l.opts.Extractor.Extract(ctx, items)
+	found, err := ledger.Extract(ctx, p.Run, p.NewItems, base, []string{l.fnRec, l.fnAsOf}, l.opts.Extractor.Extract,
+		func(in Input) []int { return in.From })
 	if err != nil {
-		return next, fmt.Errorf("extract: %w", err)
+		return next, err
 	}
 	var ins []pending
-	for _, in := range found {
-		var sources []string
-		ref := time.Time{}
-		for _, j := range in.From {
-			if j >= 0 && j < len(items) {
-				sources = append(sources, ids[idx[j]])
-				if ref.IsZero() {
-					ref = l.itemTime(m, ids[idx[j]])
-				}
-			}
-		}
-		if len(sources) == 0 {
-			for _, j := range idx {
-				sources = append(sources, ids[j])
-			}
-			ref = l.itemTime(m, ids[idx[len(idx)-1]])
+	for _, f := range found {
+		in, sources := f.Value, f.Sources
+		// The message time the fact's phrase resolves against: the first
+		// item it names, else the latest item read.
+		ref := l.itemTime(m, ids[f.Items[0]])
+		if !f.Named {
+			ref = l.itemTime(m, ids[f.Items[len(f.Items)-1]])
 		}
 		pin, err := l.resolve(in, ref, sources, OriginExtractor)
 		if errors.Is(err, ErrUnknownTime) {
@@ -614,33 +538,30 @@ func (l *Layer) parseRecord(raw string, at time.Time, sources []string) ([]pendi
 }
 
 // callRecord applies a record call whose arguments passed the schema.
-func (l *Layer) callRecord(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
-	calls := memory.CallLog{IDs: p.State.Applied, Outputs: p.State.outputs}
-	if out, ok := calls.Replay(p.Call.CallID); ok {
-		return core.FunctionResult[State]{Output: out}, nil
-	}
-	// The call is applied now, when the host routes it: the store clock
-	// is its message time (in the usual loop, right after the model's
-	// answer was recorded).
-	ins, err := l.parseRecord(p.Arguments, l.store.Time(), []string{layerkit.CallSourceID(p.Run, p.Call)})
-	if err != nil {
-		return core.FunctionResult[State]{}, &core.ArgumentError{Function: l.fnRec, Err: err}
-	}
-	m, err := l.mirrorOf(ctx, p.State, p.Run)
-	if err != nil {
-		return core.FunctionResult[State]{}, err
-	}
-	res, err := l.apply(ctx, l.scopeOf(p.Run), ins, m)
-	if err != nil {
-		return core.FunctionResult[State]{}, err
+func (l *Layer) callRecord(ctx context.Context, p core.CallParams[State]) (core.FunctionResult[State], error) {
+	var m *mirror
+	out, applied, outputs, ok, err := ledger.Calls(p.State.Applied, p.State.outputs, p.Call.CallID, func() (string, error) {
+		// The call is applied now, when the host routes it: the store
+		// clock is its message time (in the usual loop, right after the
+		// model's answer was recorded).
+		ins, err := l.parseRecord(p.Call.Arguments, l.store.Time(), []string{layerkit.CallSourceID(p.Run, p.Call)})
+		if err != nil {
+			return "", &core.ArgumentError{Function: l.fnRec, Err: err}
+		}
+		if m, err = l.mirrorOf(ctx, p.State, p.Run); err != nil {
+			return "", err
+		}
+		res, err := l.apply(ctx, l.g.ScopeOf(p.Run), ins, m)
+		if err != nil {
+			return "", err
+		}
+		return l.describe(res), nil
+	})
+	if err != nil || !ok {
+		return core.FunctionResult[State]{Output: out}, err
 	}
 	st := p.State
-	st.m = m
-	out := l.describe(res)
-	if p.Call.CallID != "" {
-		calls = calls.With(p.Call.CallID, out).Trim(memory.MaxPersistedCalls)
-		st.Applied, st.outputs = calls.IDs, calls.Outputs
-	}
+	st.m, st.Applied, st.outputs = m, applied, outputs
 	return core.FunctionResult[State]{Output: out, State: &st}, nil
 }
 
@@ -682,9 +603,9 @@ func endOfDay(t time.Time, loc *time.Location) time.Time {
 }
 
 // callAsOf answers an as_of call whose arguments passed the schema.
-func (l *Layer) callAsOf(ctx context.Context, p core.FunctionParams[State]) (core.FunctionResult[State], error) {
+func (l *Layer) callAsOf(ctx context.Context, p core.CallParams[State]) (core.FunctionResult[State], error) {
 	argErr := func(err error) error { return &core.ArgumentError{Function: l.fnAsOf, Err: err} }
-	args, err := core.DecodeArguments[asOfArgs](p.Arguments)
+	args, err := core.DecodeArguments[asOfArgs](p.Call.Arguments)
 	if err != nil {
 		return core.FunctionResult[State]{}, argErr(err)
 	}
@@ -693,7 +614,7 @@ func (l *Layer) callAsOf(ctx context.Context, p core.FunctionParams[State]) (cor
 	if err != nil {
 		return core.FunctionResult[State]{}, argErr(fmt.Errorf("date: %w", err))
 	}
-	facts, err := l.AsOf(ctx, l.scopeOf(p.Run), t)
+	facts, err := l.AsOf(ctx, l.g.ScopeOf(p.Run), t)
 	if err != nil {
 		return core.FunctionResult[State]{}, err
 	}
@@ -757,15 +678,11 @@ func (l *Layer) resolve(in Input, at time.Time, sources []string, origin string)
 	return pending{f: f, origin: origin}, nil
 }
 
-// recordID is deterministic in the layer, scope, chain, value and
-// ValidFrom, so re-applying a write is idempotent.
-func (l *Layer) recordID(scope vectorstore.Scope, f Fact) string {
-	h := sha256.New()
-	for _, s := range []string{l.opts.ID, scope.Thread, scope.Resource, f.subjectKey(), f.predicateKey(), normValue(f.Value), f.ValidFrom.UTC().Format(time.RFC3339Nano)} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return "fact-" + hex.EncodeToString(h.Sum(nil)[:16])
+// recordID is the id of fact f of layer id in scope: deterministic in
+// the layer, scope, chain, value and ValidFrom, so re-applying a write is
+// idempotent.
+func recordID(id string, scope vectorstore.Scope, f Fact) string {
+	return ledger.RecordID("fact", id, scope, f.subjectKey(), f.predicateKey(), normValue(f.Value), f.ValidFrom.UTC().Format(time.RFC3339Nano))
 }
 
 // Result counts what a write did.
@@ -841,7 +758,7 @@ func (l *Layer) applyOnce(ctx context.Context, scope vectorstore.Scope, ins []pe
 		key := f.chainKey()
 		chain, ok := chains[key]
 		if !ok {
-			flt := l.filter(scope)
+			flt := l.g.Filter(scope)
 			flt.Metadata = map[string]string{MetaSubjectKey: f.subjectKey(), MetaPredicateKey: f.predicateKey()}
 			recs, err := l.list(ctx, flt, true)
 			if err != nil {
@@ -851,7 +768,7 @@ func (l *Layer) applyOnce(ctx context.Context, scope vectorstore.Scope, ins []pe
 				chain = append(chain, &chainRec{rec: r, f: fromRecord(r)})
 			}
 		}
-		f.ID = l.recordID(scope, f)
+		f.ID = recordID(l.opts.ID, scope, f)
 		var live []*chainRec
 		var dup *chainRec
 		for _, c := range chain {
@@ -1045,4 +962,14 @@ func factIDs(recs []vectorstore.Record) string {
 		ids[i] = r.ID
 	}
 	return strings.Join(ids, ", ")
+}
+
+// Delete removes the facts with these record ids from a scope and returns
+// how many it removed; an id the scope does not hold is skipped. The other
+// facts of a chain keep the validity they were given: deleting the fact
+// that superseded another does not reopen it. Running sessions of the
+// scope keep rendering the deleted facts until their next run (their
+// mirror was loaded at init).
+func (l *Layer) Delete(ctx context.Context, scope vectorstore.Scope, ids ...string) (int, error) {
+	return l.g.Delete(ctx, scope, l.g.AllKinds, ids)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stratamem/strata/tokens"
 	"math"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ var t0 = at("2026-11-30T10:00:00Z")
 
 func start(t *testing.T, l *temporal.Layer, st storage.Store, thread, resource string) *core.Session {
 	t.Helper()
-	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: st}, core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
+	return memtest.Session(t, core.Config{Layers: []core.AnyLayer{l}, Store: st}, core.RunOptions{RunID: "run-" + thread, ThreadID: thread, ResourceID: resource})
 }
 
 type fact struct {
@@ -41,7 +42,7 @@ func recordCall(callID string, facts ...fact) core.Item {
 
 func call(t *testing.T, s *core.Session, it core.Item) string {
 	t.Helper()
-	out, err := s.CallFunction(context.Background(), it)
+	out, err := s.ExecuteTool(context.Background(), it)
 	if err != nil {
 		t.Fatalf("CallFunction %s: %v", it.Name, err)
 	}
@@ -61,7 +62,7 @@ func TestRecordSupersedesAndRecalls(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: t0}
 	store := memtest.NewStore(t, "", clock)
-	l := memtest.Layer(t, temporal.New, store, temporal.Options{Placement: core.PlacementLive})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Common: memory.Common{Placement: core.PlacementLive}})
 	s := start(t, l, nil, "thread-1", "")
 	if got := memtest.Block(t, s, "temporal"); got != "" {
 		t.Fatalf("empty ledger rendered %q", got)
@@ -145,7 +146,7 @@ func TestChainBackfillAndCorrection(t *testing.T) {
 	scope := vectorstore.Scope{Thread: "th"}
 	rec := func(at time.Time, facts ...temporal.Input) temporal.Result {
 		t.Helper()
-		res, err := l.Record(ctx, scope, at, facts...)
+		res, err := l.Put(ctx, scope, at, facts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +172,7 @@ func TestChainBackfillAndCorrection(t *testing.T) {
 	if res.Closed != 1 || !res.Facts[0].ValidTo.Equal(date("2026-06-01")) {
 		t.Fatalf("insertion: %+v", res)
 	}
-	hist, err := l.History(ctx, scope)
+	hist, err := l.List(ctx, scope)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestChainBackfillAndCorrection(t *testing.T) {
 			t.Errorf("as of %s: %v, want %q", day, vals, want)
 		}
 	}
-	if _, err := l.Record(ctx, scope, t0, temporal.Input{Subject: "a", Predicate: "b", Value: "c", When: "someday"}); !errors.Is(err, temporal.ErrInvalidFact) || !errors.Is(err, temporal.ErrUnknownTime) {
+	if _, err := l.Put(ctx, scope, t0, temporal.Input{Subject: "a", Predicate: "b", Value: "c", When: "someday"}); !errors.Is(err, temporal.ErrInvalidFact) || !errors.Is(err, temporal.ErrUnknownTime) {
 		t.Errorf("bad when: %v", err)
 	}
 	if _, err := l.AsOf(ctx, vectorstore.Scope{}, t0); !errors.Is(err, temporal.ErrScope) {
@@ -260,7 +261,7 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			it := core.FunctionCall(fmt.Sprint("bad-", i), "temporal/"+c.fn, c.args)
-			out, err := s.CallFunction(ctx, it)
+			out, err := s.ExecuteTool(ctx, it)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,8 +281,8 @@ func TestRecordRejectsBadArguments(t *testing.T) {
 	if !slices.Equal(stAfter.Applied, stBefore.Applied) {
 		t.Errorf("state changed: %v -> %v", stBefore.Applied, stAfter.Applied)
 	}
-	fn := l.Layer().Functions[0]
-	_, err := fn.Call(ctx, core.FunctionParams[temporal.State]{Run: s.Run(), Arguments: `{"facts": [{"subject": "a", "predicate": "b", "value": "c", "when": "nope"}]}`})
+	fn := l.Layer.Functions[0]
+	_, err := fn.Call(ctx, core.CallParams[temporal.State]{Run: s.Run(), Call: core.Item{Arguments: `{"facts": [{"subject": "a", "predicate": "b", "value": "c", "when": "nope"}]}`}})
 	var ae *core.ArgumentError
 	if !errors.As(err, &ae) || ae.Function != "temporal/record" || !errors.Is(err, temporal.ErrUnknownTime) {
 		t.Fatalf("want *core.ArgumentError wrapping ErrUnknownTime, got %T %v", err, err)
@@ -297,7 +298,7 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 	clock := &memtest.Clock{T: at("2026-11-30T00:05:00Z")}
 	store := memtest.NewStore(t, "", clock)
 	l := memtest.Layer(t, temporal.New, store, temporal.Options{}) // anchored by default
-	if spec := l.Layer().Spec(); spec.Placement != core.PlacementAnchor {
+	if spec := l.Layer.Spec(); spec.Placement != core.PlacementAnchor {
 		t.Fatalf("default placement %q", spec.Placement)
 	}
 	scope := vectorstore.Scope{Thread: "th"}
@@ -308,7 +309,7 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 		{Subject: "project-x", Predicate: "deadline", Value: "2026-12-15", When: "yesterday"},
 		{Subject: "user", Predicate: "lives in", Value: "Rome", When: "next monday"},
 	} {
-		if _, err := l.Record(ctx, scope, time.Time{}, f); err != nil {
+		if _, err := l.Put(ctx, scope, time.Time{}, f); err != nil {
 			t.Fatalf("fact %d: %v", i, err)
 		}
 	}
@@ -344,8 +345,8 @@ func TestAnchoredBytesStableWithinADay(t *testing.T) {
 		if u.Update != "" || u.ChurnRate != 0 || len(v.Updates()) != 0 {
 			t.Fatalf("turn %d: usage %+v", turn, u)
 		}
-		facts, _ := l.History(ctx, scope)
-		if l.Render(facts, clock.T, core.Unlimited) != first {
+		facts, _ := l.List(ctx, scope)
+		if l.Render(facts, clock.T, core.Unlimited, tokens.Estimate()) != first {
 			t.Fatalf("turn %d: fresh render differs", turn)
 		}
 	}
@@ -420,9 +421,9 @@ Today is now 2026-12-02 (Wednesday). The relative times in the facts above were 
 func TestSteeringDenialLeavesFactsUnchanged(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-	l := memtest.Layer(t, temporal.New, store, temporal.Options{Extractor: temporal.Patterns{}, Placement: core.PlacementLive})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Common: memory.Common{Placement: core.PlacementLive}, Extractor: temporal.Patterns{}})
 	// A policy layer denies every call mentioning "salary".
-	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{memtest.Deny("salary", "pay is private"), l.Layer()}})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{memtest.Deny("salary", "pay is private"), l}})
 	s := memtest.Start(t, rt, core.RunOptions{RunID: "run-th", ThreadID: "th"})
 	turn := func(c core.Item) core.Item {
 		t.Helper()
@@ -462,7 +463,7 @@ func TestMessageTimestampResolvesRelativePhrases(t *testing.T) {
 	ctx := context.Background()
 	clock := &memtest.Clock{T: at("2026-11-30T23:30:00Z")} // Monday night
 	store := memtest.NewStore(t, "", clock)
-	l := memtest.Layer(t, temporal.New, store, temporal.Options{Extractor: temporal.Patterns{}, Placement: core.PlacementLive})
+	l := memtest.Layer(t, temporal.New, store, temporal.Options{Common: memory.Common{Placement: core.PlacementLive}, Extractor: temporal.Patterns{}})
 	s := start(t, l, nil, "th", "")
 	if err := s.Append(ctx, core.UserMessage("Big news: I moved to Berlin yesterday! And my manager is now Dana.")); err != nil {
 		t.Fatal(err)
@@ -543,17 +544,17 @@ func TestRenderBudget(t *testing.T) {
 	l := memtest.Layer(t, temporal.New, store, temporal.Options{})
 	scope := vectorstore.Scope{Thread: "th"}
 	for i := 0; i < 20; i++ {
-		if _, err := l.Record(ctx, scope, t0, temporal.Input{Subject: "user", Predicate: fmt.Sprint("attribute ", i), Value: "value", When: fmt.Sprintf("%d days ago", i)}); err != nil {
+		if _, err := l.Put(ctx, scope, t0, temporal.Input{Subject: "user", Predicate: fmt.Sprint("attribute ", i), Value: "value", When: fmt.Sprintf("%d days ago", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	facts, _ := l.History(ctx, scope)
-	full := l.Render(facts, t0, core.Unlimited)
+	facts, _ := l.List(ctx, scope)
+	full := l.Render(facts, t0, core.Unlimited, tokens.Estimate())
 	if strings.Count(full, "\n- [") != 20 {
 		t.Fatalf("full:\n%s", full)
 	}
 	budget := len(full) / 4 / 2
-	text := l.Render(facts, t0, budget)
+	text := l.Render(facts, t0, budget, tokens.Estimate())
 	if n := (len([]rune(text))+3)/4 + core.ItemOverhead; n > budget {
 		t.Fatalf("%d tokens over budget %d", n, budget)
 	}
@@ -562,7 +563,7 @@ func TestRenderBudget(t *testing.T) {
 		!strings.Contains(text, "- [2026-11-30 · today] user · attribute 0: value") || strings.Contains(text, "attribute 19:") {
 		t.Fatalf("budgeted (newest first):\n%s", text)
 	}
-	if l.Render(facts, t0, 20) != "" {
+	if l.Render(facts, t0, 20, tokens.Estimate()) != "" {
 		t.Error("a budget below the frame should render nothing")
 	}
 }
@@ -573,7 +574,7 @@ func TestSurvivesReopen(t *testing.T) {
 	clock := &memtest.Clock{T: t0}
 	st1 := memtest.StateStore(t, stateDir)
 	store1 := memtest.NewStore(t, dir, clock)
-	s1 := start(t, memtest.Layer(t, temporal.New, store1, temporal.Options{Placement: core.PlacementLive}), st1, "thread-1", "")
+	s1 := start(t, memtest.Layer(t, temporal.New, store1, temporal.Options{Common: memory.Common{Placement: core.PlacementLive}}), st1, "thread-1", "")
 	c := recordCall("c1", fact{"user", "city", "Paris", "2026-10-01"}, fact{"user", "city", "Berlin", "last friday"})
 	call(t, s1, c)
 	want := memtest.Block(t, s1, "temporal")
@@ -581,7 +582,7 @@ func TestSurvivesReopen(t *testing.T) {
 
 	st2 := memtest.StateStore(t, stateDir)
 	store2 := memtest.NewStore(t, dir, clock)
-	l2 := memtest.Layer(t, temporal.New, store2, temporal.Options{Placement: core.PlacementLive})
+	l2 := memtest.Layer(t, temporal.New, store2, temporal.Options{Common: memory.Common{Placement: core.PlacementLive}})
 	s2 := start(t, l2, st2, "thread-1", "")
 	if got := memtest.Block(t, s2, "temporal"); got != want || !strings.Contains(got, "Berlin (before: Paris)") {
 		t.Fatalf("after reopen:\n%s\nwant:\n%s", got, want)
@@ -595,70 +596,26 @@ func TestSurvivesReopen(t *testing.T) {
 	}
 }
 
-func TestConcurrentSessionsAreIsolated(t *testing.T) {
-	for _, scope := range []core.Scope{core.ScopeThread, core.ScopeResource} {
-		t.Run(string(scope), func(t *testing.T) {
-			ctx := context.Background()
-			store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
-			l := memtest.Layer(t, temporal.New, store, temporal.Options{Scope: scope, Placement: core.PlacementLive})
-			rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{l.Layer()}})
-			cities := map[string][]string{"a": {"Paris", "Berlin", "Rome"}, "b": {"Oslo", "Lima", "Quito"}}
-			blocks := memtest.Collect(t, []string{"a", "b"}, func(key string) (string, error) {
-				s, err := rt.Start(ctx, core.RunOptions{ThreadID: "thread-" + key, ResourceID: "user-" + key})
-				if err != nil {
-					return "", err
-				}
-				for i, city := range cities[key] {
-					c := recordCall(fmt.Sprint("c", i), fact{"user", "city", city, fmt.Sprintf("%d days ago", 10-i)})
-					if out, err := s.CallFunction(ctx, c); err != nil || strings.HasPrefix(out.Output, "error") {
-						return "", fmt.Errorf("%s: %v %s", city, err, out.Output)
-					}
-					if _, err := s.Assemble(ctx); err != nil {
-						return "", err
-					}
-				}
-				return memtest.Assembled(s, "temporal")
-			})
-			for key, other := range map[string]string{"a": "b", "b": "a"} {
-				b := blocks[key]
-				last := cities[key][2]
-				if !strings.Contains(b, "user · city: "+last+" (before: "+cities[key][1]+")") {
-					t.Errorf("session %s:\n%s", key, b)
-				}
-				for _, leak := range cities[other] {
-					if strings.Contains(b, leak) {
-						t.Errorf("session %s sees %s:\n%s", key, leak, b)
-					}
-				}
-				facts, err := l.History(ctx, vectorstore.Scope{Thread: "thread-" + key, Resource: "user-" + key})
-				if err != nil || len(facts) != 3 {
-					t.Errorf("history %s: %d %v", key, len(facts), err)
-				}
-			}
-		})
-	}
-}
-
 func TestOptionsValidation(t *testing.T) {
 	store := memtest.NewStore(t, "", nil)
 	memtest.ConfigErrors(t, func(o temporal.Options) error { _, err := temporal.New(store, o); return err }, []memtest.ConfigCase[temporal.Options]{
-		{Opts: temporal.Options{Scope: core.ScopeGlobal}, Field: "Scope"},
-		{Opts: temporal.Options{Placement: "middle"}, Field: "Placement"},
-		{Opts: temporal.Options{ID: "x/y"}, Field: "ID"},
-		{Opts: temporal.Options{Budget: core.Range(10, math.NaN())}, Field: "Budget.Max"},
+		{Opts: temporal.Options{Common: memory.Common{Scope: core.ScopeGlobal}}, Field: "Scope"},
+		{Opts: temporal.Options{Common: memory.Common{Placement: "middle"}}, Field: "Placement"},
+		{Opts: temporal.Options{Common: memory.Common{ID: "x/y"}}, Field: "ID"},
+		{Opts: temporal.Options{Common: memory.Common{Budget: core.Range(10, math.NaN())}}, Field: "Budget.Max"},
 	})
 	if _, err := temporal.New(&memory.Store{}, temporal.Options{}); !errors.Is(err, memory.ErrInvalidStore) {
 		t.Errorf("empty store: %v", err)
 	}
-	auto, err := temporal.New(store, temporal.Options{Placement: temporal.Auto})
-	if err != nil || auto.Layer().Spec().Placement != core.PlacementAuto {
+	auto, err := temporal.New(store, temporal.Options{Common: memory.Common{Placement: memory.PlacementAuto}})
+	if err != nil || auto.Layer.Spec().Placement != core.PlacementAuto {
 		t.Errorf("auto placement: %v", err)
 	}
 	l, err := temporal.New(store, temporal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := l.Layer().Spec()
+	spec := l.Layer.Spec()
 	if spec.ID != "temporal" || spec.Slot != temporal.DefaultSlot || spec.Scope != core.ScopeThread || spec.Placement != core.PlacementAnchor {
 		t.Errorf("defaults: %+v", spec)
 	}
@@ -730,8 +687,8 @@ func TestRenderSameBytesAllDayWithMidDayInstant(t *testing.T) {
 	s := start(t, l, nil, "th", "")
 	call(t, s, recordCall("c1", fact{"user", "lives in", "Paris", ""}, fact{"user", "lives in", "Berlin", "2026-11-30T15:00:00Z"}))
 	st, _ := core.State[temporal.State](s, "temporal")
-	morning := l.Render(st.Facts(), at("2026-11-30T10:00:00Z"), core.Unlimited)
-	afternoon := l.Render(st.Facts(), at("2026-11-30T16:00:00Z"), core.Unlimited)
+	morning := l.Render(st.Facts(), at("2026-11-30T10:00:00Z"), core.Unlimited, tokens.Estimate())
+	afternoon := l.Render(st.Facts(), at("2026-11-30T16:00:00Z"), core.Unlimited, tokens.Estimate())
 	if morning != afternoon {
 		t.Fatalf("10:00:\n%s\n16:00:\n%s", morning, afternoon)
 	}
@@ -747,16 +704,16 @@ func TestRenderSameBytesAllDayWithMidDayInstant(t *testing.T) {
 	}
 
 	// The day is Options.Location's: 23:00 UTC is the next day at UTC+2.
-	l2 := memtest.Layer(t, temporal.New, store, temporal.Options{ID: "t2", Location: time.FixedZone("UTC+2", 2*3600)})
-	if _, err := l2.Record(ctx, vectorstore.Scope{Thread: "th"}, time.Time{},
+	l2 := memtest.Layer(t, temporal.New, store, temporal.Options{Common: memory.Common{ID: "t2"}, Location: time.FixedZone("UTC+2", 2*3600)})
+	if _, err := l2.Put(ctx, vectorstore.Scope{Thread: "th"}, time.Time{},
 		temporal.Input{Subject: "user", Predicate: "employer", Value: "Acme", When: "2026-11-30T23:00:00Z"}); err != nil {
 		t.Fatal(err)
 	}
-	facts, _ := l2.History(ctx, vectorstore.Scope{Thread: "th"})
-	if got := l2.Render(facts, at("2026-11-30T21:00:00Z"), core.Unlimited); !strings.Contains(got, "Scheduled:\n- [2026-12-01 · tomorrow] user · employer: Acme") {
+	facts, _ := l2.List(ctx, vectorstore.Scope{Thread: "th"})
+	if got := l2.Render(facts, at("2026-11-30T21:00:00Z"), core.Unlimited, tokens.Estimate()); !strings.Contains(got, "Scheduled:\n- [2026-12-01 · tomorrow] user · employer: Acme") {
 		t.Fatalf("23:00 local, before its day:\n%s", got)
 	}
-	early, late := l2.Render(facts, at("2026-11-30T22:30:00Z"), core.Unlimited), l2.Render(facts, at("2026-12-01T21:00:00Z"), core.Unlimited)
+	early, late := l2.Render(facts, at("2026-11-30T22:30:00Z"), core.Unlimited, tokens.Estimate()), l2.Render(facts, at("2026-12-01T21:00:00Z"), core.Unlimited, tokens.Estimate())
 	if early != late || !strings.Contains(early, "- [2026-12-01 · today] user · employer: Acme\n") {
 		t.Fatalf("00:30 local:\n%s\n23:00 local:\n%s", early, late)
 	}

@@ -27,13 +27,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stratamem/strata/benchmarks/internal/asof"
 	"github.com/stratamem/strata/benchmarks/internal/recallquality"
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embed/uselite"
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/semantic"
-	"github.com/stratamem/strata/memory/temporal"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/chromem"
 )
@@ -299,7 +299,7 @@ var notes = []string{
 		"the named speaker removed from the query vector (dense-only LoCoMo 0.545 to 0.584, hybrid 0.822 to 0.811); lexical context weight 0.3 or 0.7, no vector context (within 0.01 either way); no role prior for questions without a first or second person (hand-written down: a question to the agent is about its user whatever its grammar).",
 }
 
-// temporalAsOf replays memory/temporal's labelled as-of set (facts recorded
+// temporalAsOf replays the temporal ledger's labelled as-of set (facts recorded
 // over time, with supersessions and relative dates) through the real layer
 // and reports how many "what was X's Y on date D" questions it answers
 // right.
@@ -318,11 +318,11 @@ func temporalAsOf(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer col.Close()
-	r, err := temporal.EvaluateAsOf(ctx, &memory.Store{Records: col, Embedder: model}, temporal.DefaultAsOfSet())
+	r, err := asof.Evaluate(ctx, &memory.Store{Records: col, Embedder: model}, asof.Default())
 	if err != nil {
 		return "", err
 	}
-	body := fmt.Sprintf("As-of answers of the temporal ledger on its labelled set %q (memory/temporal/testdata/asof.json): "+
+	body := fmt.Sprintf("As-of answers of the temporal ledger on its labelled set %q (benchmarks/internal/asof/testdata/asof.json): "+
 		"%d events recorded over time through the layer's record function (supersessions, corrections, relative dates such as "+
 		"\"yesterday\" and \"last Friday\" resolved against each message's time), then %d queries \"what was X's Y on date D\" "+
 		"answered with Layer.AsOf: **%d/%d correct (%.0f%%)**.", r.Set, r.Events, r.Queries, r.Correct, r.Queries, 100*r.Accuracy)

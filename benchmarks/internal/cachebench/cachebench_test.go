@@ -9,12 +9,13 @@ import (
 
 	"github.com/stratamem/strata/benchmarks/internal/cachebench"
 	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/tokens/tiktoken"
 )
 
 // shared tokenizer: building the BPE tables once keeps the tests fast.
 // shared between the tests' runs, memoized: the workloads repeat texts.
 var tok = sync.OnceValues(func() (tokens.Tokenizer, error) {
-	t, err := tokens.New("o200k_base")
+	t, err := tiktoken.New("o200k_base")
 	if err != nil {
 		return nil, err
 	}

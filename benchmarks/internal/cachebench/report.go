@@ -124,7 +124,7 @@ Strategies:
 - **anchored+sliding-history**: anchored with CacheConfig.HistoryStep < 0: once history overflows its budget it is cut one
   item at a time, a window that slides every turn, so the front of history moves and all of it is billed again on every
   request. Compare with anchored (cut in steps of a quarter of the budget) and anchored+history-cap (layers/history).
-- **anchored+trailing-updates**: anchored with CacheConfig.TrailingUpdates, the reference design's literal behaviour:
+- **anchored+trailing-updates**: anchored with CacheConfig.TrailingUpdates, the textbook arrangement:
   one context-updates message after the live band restating every drifted anchor on every request of an epoch
   (re-sent uncached each time). Shown for comparison, not a target.
 - **anchored+history-cap**: anchored plus layers/history's watermark cap, on the workloads with a token budget. The cap is

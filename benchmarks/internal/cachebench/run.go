@@ -12,6 +12,7 @@ import (
 	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/tokens"
+	"github.com/stratamem/strata/tokens/tiktoken"
 )
 
 // Strategy is a way of turning the layers and the history into requests.
@@ -32,7 +33,7 @@ const (
 	// stepped default and the history cap are measured.
 	AnchoredSliding Strategy = "anchored+sliding-history"
 	// AnchoredTrailing is Anchored with core.CacheConfig.TrailingUpdates:
-	// the reference design's one context-updates message after the live
+	// the textbook arrangement: one context-updates message after the live
 	// band, restated on every request of an epoch. Shown for comparison.
 	AnchoredTrailing Strategy = "anchored+trailing-updates"
 	// SingleBand is anchoring disabled (core.CacheConfig{Disabled: true}):
@@ -100,7 +101,7 @@ type Options struct {
 	Strategies []Strategy
 	// Providers to simulate; nil means both.
 	Providers []Provider
-	// Tokenizer counts tokens; nil means tokens.New("o200k_base"). Each
+	// Tokenizer counts tokens; nil means tiktoken.New("o200k_base"). Each
 	// session memoizes its own counts, as a live process would, so the
 	// assembly times include counting what is new. Passing a *tokens.Cache
 	// shares counts between sessions and Runs: faster (the tests do it),
@@ -346,7 +347,7 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 	tok := opts.Tokenizer
 	if tok == nil {
 		var err error
-		if tok, err = tokens.New("o200k_base"); err != nil {
+		if tok, err = tiktoken.New("o200k_base"); err != nil {
 			return nil, fmt.Errorf("cachebench: tokenizer: %w", err)
 		}
 	}
@@ -528,7 +529,7 @@ func calibrate(ctx context.Context, sc *script, tok tokens.Tokenizer, at int) (b
 	var size, sys, layers int
 	probe := func(turn, round int, v *core.View) {
 		if turn == at && round == 0 {
-			size, sys, layers = v.Tokens(), v.BandTokens(core.BandSystem), v.BandTokens(core.BandAnchor)
+			size, sys, layers = v.Usage.Total, v.Usage.BandTokens[core.BandSystem], v.Usage.BandTokens[core.BandAnchor]
 		}
 	}
 	if _, err := replay(ctx, &cut, tok, budget{}, SingleBand, nil, nil, &Options{}, nil, probe); err != nil {
@@ -569,7 +570,7 @@ func (m *blockMemo) item(it core.Item) (Block, error) {
 	return b, nil
 }
 
-func (m *blockMemo) tools(specs []core.FunctionSpec) ([]Block, error) {
+func (m *blockMemo) tools(specs []core.ToolSpec) ([]Block, error) {
 	out := make([]Block, len(specs))
 	for i, s := range specs {
 		raw, err := json.Marshal(s)
@@ -692,7 +693,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				}
 			}
 			if opt != nil {
-				content := toolTokens + view.Tokens()
+				content := toolTokens + view.Usage.Total
 				contentSum += float64(content)
 				news := appended + layerNews(sc.layers, w.rec, prevLayer, rt)
 				if n == 0 {
@@ -727,8 +728,8 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				now = now.Add(c.tool)
 				w.now = now
 				var out core.Item
-				if sess.IsFunction(c.name) {
-					if out, err = sess.CallFunction(ctx, calls[i]); err != nil {
+				if slices.ContainsFunc(sess.Tools(), func(t core.ToolSpec) bool { return t.Name == c.name }) {
+					if out, err = sess.ExecuteTool(ctx, calls[i]); err != nil {
 						return n, fmt.Errorf("cachebench: turn %d: %s: %w", t, c.name, err)
 					}
 				} else {
@@ -856,7 +857,7 @@ func send(sk *sink, req *Request, view *core.View, elapsed time.Duration, day st
 	if ep := view.Usage.Epoch; ep != nil {
 		req.EpochID, req.Reanchored = ep.ID, ep.Reanchored
 		if ep.Reanchored {
-			sk.series.Reanchors[ep.ReanchorReason]++
+			sk.series.Reanchors[string(ep.ReanchorReason)]++
 			if req.Index > 0 {
 				sk.series.ReanchorNonRead += u.WriteTokens() + u.UncachedTokens
 			}
@@ -867,14 +868,14 @@ func send(sk *sink, req *Request, view *core.View, elapsed time.Duration, day st
 	lg := RequestLog{Index: req.Index, Turn: req.Turn, Round: req.Round, At: req.At, Day: day,
 		Reanchored: req.Reanchored, Updates: upd.layers, UpdateTokens: upd.tokens, AnchorChanged: upd.moved, Usage: u}
 	if ep := view.Usage.Epoch; ep != nil && ep.Reanchored {
-		lg.Reason = ep.ReanchorReason
+		lg.Reason = string(ep.ReanchorReason)
 	}
 	if k := len(sk.series.Log); k > 0 {
 		lg.Gap = req.At.Sub(sk.series.Log[k-1].At)
 	}
 	sk.series.Log = append(sk.series.Log, lg)
 	for b := range sk.series.BandTokens {
-		sk.series.BandTokens[b] += view.BandTokens(core.Band(b))
+		sk.series.BandTokens[b] += view.Usage.BandTokens[b]
 	}
 	sk.series.Assembly = append(sk.series.Assembly, elapsed)
 	return nil

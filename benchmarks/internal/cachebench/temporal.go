@@ -27,8 +27,9 @@ const TemporalWorkload = "temporal-days"
 
 // Names of the temporal workload's variants.
 const (
-	// VariantLive is the ledger with temporal.Options{Placement:
-	// core.PlacementLive}: fresh after history on every request.
+	// VariantLive is the ledger with temporal.Options{Common:
+	// memory.Common{Placement: core.PlacementLive}}: fresh after history
+	// on every request.
 	VariantLive = "live"
 	// VariantHumanized is the ledger anchored as shipped, but each line's
 	// relative time counted from the current instant, not the calendar day.
@@ -96,19 +97,19 @@ func openLedger(ctx context.Context, w *world, cfg ledgerConfig, seeds []seedFac
 		_ = os.RemoveAll(dir)
 	}
 	store := &memory.Store{Records: col, Embedder: hashing.New(ledgerDim), Now: func() time.Time { return w.now }}
-	ledger, err := temporal.New(store, temporal.Options{Placement: cfg.placement, Location: temporalLoc})
+	ledger, err := temporal.New(store, temporal.Options{Common: memory.Common{Placement: cfg.placement}, Location: temporalLoc})
 	if err != nil {
 		release()
 		return nil, nil, err
 	}
 	scope := vectorstore.Scope{Thread: benchThread}
 	for _, sf := range seeds {
-		if _, err := ledger.Record(ctx, scope, sf.at, sf.in); err != nil {
+		if _, err := ledger.Put(ctx, scope, sf.at, sf.in); err != nil {
 			release()
 			return nil, nil, fmt.Errorf("seed fact %s · %s: %w", sf.in.Subject, sf.in.Predicate, err)
 		}
 	}
-	l := ledger.Layer()
+	l := ledger.Layer
 	recall := l.Hooks.Recall
 	l.Hooks.Recall = func(ctx context.Context, p core.RecallParams[temporal.State]) (core.Recall[temporal.State], error) {
 		r, err := recall(ctx, p)
@@ -214,15 +215,15 @@ func temporalWorkload() Workload {
 			"re-anchor moves only what the previous burst, or the date, moved. The ledger is shipped anchored, at day granularity, with its renderDelta.",
 		Turns: 200, Seed: 0x5eed0004, ExcludeFromTargets: true,
 		Variants: []Variant{
-			{Name: VariantLive, Layer: temporal.DefaultID, Description: "the same ledger with temporal.Options{Placement: core.PlacementLive}: rendered fresh after " +
+			{Name: VariantLive, Layer: temporal.DefaultID, Description: "the same ledger with temporal.Options{Common: memory.Common{Placement: core.PlacementLive}}: rendered fresh after " +
 				"history on every request, never pinned, so it is never a context update and never part of the cached prefix",
 				apply: variant(ledgerConfig{placement: core.PlacementLive})},
 			{Name: VariantHumanized, Layer: temporal.DefaultID, Description: "the same ledger, facts and calls, anchored with the layer's renderDelta, but each " +
 				"line's relative time humanized from the current instant ('just now', '12 minutes ago', '5 hours ago', '3 days ago') " +
 				"as a typical time-ago helper does; the renderDelta declines when only those phrases moved, so the block is republished",
 				apply: variant(ledgerConfig{humanized: true})},
-			{Name: VariantHumanizedLive, Layer: temporal.DefaultID, Description: "the humanized ledger in the live band (temporal.Options{Placement: " +
-				"core.PlacementLive}), where a block that changes often would be put",
+			{Name: VariantHumanizedLive, Layer: temporal.DefaultID, Description: "the humanized ledger in the live band (temporal.Options{Common: memory.Common{Placement: " +
+				"core.PlacementLive}}), where a block that changes often would be put",
 				apply: variant(ledgerConfig{placement: core.PlacementLive, humanized: true})},
 		},
 		build: buildTemporal,

@@ -66,7 +66,7 @@ const benchThread = "bench"
 type script struct {
 	start  time.Time
 	system string
-	tools  []core.FunctionSpec // the host's own tools, sent before the layers'
+	tools  []core.ToolSpec // the host's own tools, sent before the layers'
 	layers []layerDef
 	world  *world // initial state; each run mutates a clone
 	turns  []turn
@@ -159,8 +159,8 @@ var scriptStart = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 
 // hostTools are the host's tools (not provided by a layer), offered on
 // every request before the layers' functions.
-func hostTools(names ...string) []core.FunctionSpec {
-	all := map[string]core.FunctionSpec{
+func hostTools(names ...string) []core.ToolSpec {
+	all := map[string]core.ToolSpec{
 		"read_file": {Name: "read_file", Description: "Read a file of the workspace and return its full content.",
 			Parameters: json.RawMessage(`{"properties":{"path":{"description":"workspace-relative path","type":"string"}},"required":["path"],"type":"object"}`)},
 		"edit_file": {Name: "edit_file", Description: "Replace one line of a workspace file.",
@@ -170,7 +170,7 @@ func hostTools(names ...string) []core.FunctionSpec {
 		"run_tests": {Name: "run_tests", Description: "Run the test suite of a package and return the output.",
 			Parameters: json.RawMessage(`{"properties":{"package":{"type":"string"}},"required":["package"],"type":"object"}`)},
 	}
-	out := make([]core.FunctionSpec, len(names))
+	out := make([]core.ToolSpec, len(names))
 	for i, n := range names {
 		out[i] = all[n]
 	}

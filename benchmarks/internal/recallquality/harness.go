@@ -3,6 +3,7 @@ package recallquality
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,7 +153,7 @@ func (b *Bench) record(ctx context.Context, clk *clock) error {
 	if err != nil {
 		return err
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
 	if err != nil {
 		return err
 	}
@@ -197,12 +198,16 @@ const hookTimeout = 5 * time.Minute
 // patient is opts with hookTimeout for the hooks opts leaves at the
 // runtime's default.
 func patient(opts semantic.Options) semantic.Options {
-	t := &opts.Timeouts
-	for _, d := range []*time.Duration{&t.Init, &t.Recall, &t.OnItemAppend, &t.Store, &t.OnComplete, &t.Dispose} {
-		if *d == 0 {
-			*d = hookTimeout
+	t := maps.Clone(opts.Timeouts)
+	if t == nil {
+		t = core.Timeouts{}
+	}
+	for _, h := range []core.Hook{core.HookInit, core.HookRecall, core.HookOnItemAppend, core.HookStore, core.HookOnComplete, core.HookDispose} {
+		if t[h] == 0 {
+			t[h] = hookTimeout
 		}
 	}
+	opts.Timeouts = t
 	return opts
 }
 
@@ -259,7 +264,7 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 	if err != nil {
 		return nil, err
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
 	if err != nil {
 		return nil, err
 	}
@@ -268,9 +273,9 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 		return nil, err
 	}
 	defer s.Close(ctx)
-	st, ok := core.State[semantic.State](s, layer.ID())
+	st, ok := core.State[semantic.State](s, layer.ID)
 	if !ok {
-		return nil, fmt.Errorf("recallquality: no state for layer %q", layer.ID())
+		return nil, fmt.Errorf("recallquality: no state for layer %q", layer.ID)
 	}
 	if n, err := st.Len(ctx); err != nil || n != b.Corpus.Turns() {
 		return nil, fmt.Errorf("recallquality: layer holds %d messages (%v), corpus has %d turns", n, err, b.Corpus.Turns())
@@ -288,7 +293,7 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 	if err != nil {
 		return nil, err
 	}
-	rrt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{rlayer.Layer()}})
+	rrt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{rlayer}})
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +319,7 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 			res.ByType[q.Type][k] += qr.Recall[k]
 		}
 		if shown {
-			rendered, err := b.recall(ctx, rrt, rlayer.ID(), q)
+			rendered, err := b.recall(ctx, rrt, rlayer.ID, q)
 			if err != nil {
 				return nil, err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embed/uselite"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/semantic"
 )
 
@@ -114,11 +115,11 @@ func Ingest(ctx context.Context, c IngestConfig) (IngestResult, error) {
 		return r, err
 	}
 	defer be.close()
-	layer, err := semantic.New(be.mem, semantic.Options{Scope: core.ScopeResource})
+	layer, err := semantic.New(be.mem, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return r, err
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}, Store: be.state})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}, Store: be.state})
 	if err != nil {
 		return r, err
 	}

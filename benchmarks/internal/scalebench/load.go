@@ -248,11 +248,11 @@ type loader struct {
 func newLoader(env *embedded.Env, emb *hashing.Embedder, scope core.Scope) (*loader, error) {
 	clk := &clock{}
 	store := &memory.Store{Records: env.Memory.Records, Embedder: emb, Now: clk.now}
-	l, err := semantic.New(store, semantic.Options{Scope: scope})
+	l, err := semantic.New(store, semantic.Options{Common: memory.Common{Scope: scope}})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: env.State})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Store: env.State})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/embed/hashing"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/semantic"
 )
 
@@ -68,7 +69,7 @@ func (c *Config) defaults() {
 }
 
 // UnboundedInit is the init timeout of the runtime used once the default
-// one (core.DefaultTimeouts.Init) made starts fail: long enough to measure
+// one (core.Timeouts: Init 10 s) made starts fail: long enough to measure
 // what a start costs and to go on measuring turns and searches.
 const UnboundedInit = 10 * time.Minute
 
@@ -179,13 +180,13 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	defer deleteProbes(context.WithoutCancel(ctx), be.mem.Records, res)
 	r.MemOpen = readMem()
 
-	layer, err := semantic.New(be.mem, semantic.Options{Scope: core.ScopeResource})
+	layer, err := semantic.New(be.mem, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}})
 	if err != nil {
 		return r, err
 	}
 	newRT := func(init time.Duration) (*core.Runtime, error) {
-		return core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer.Layer()}, Store: be.state,
-			Timeouts: core.Timeouts{Init: init}})
+		return core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}, Store: be.state,
+			Timeouts: core.Timeouts{core.HookInit: init}})
 	}
 	rt, err := newRT(0) // the defaults: what every host gets
 	if err != nil {

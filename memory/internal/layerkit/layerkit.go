@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -30,31 +31,29 @@ func ConfigError(layer, field, reason string) error {
 	return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: layer, Field: field, Reason: reason}
 }
 
-// Common are the options every memory layer has.
-type Common struct {
-	ID     string
-	Slot   core.Slot
-	Scope  core.Scope
-	Budget core.Budget
-}
-
-// Defaults say how a layer resolves its Common options.
+// Defaults say how a layer resolves its memory.Common options: what each
+// zero field means for it.
 type Defaults struct {
 	ID   string
+	Name string
 	Slot core.Slot
 	// Budget replaces a zero Budget; its zero value keeps auto.
 	Budget core.Budget
 	// Scopes are the scopes the layer accepts, its default first.
 	Scopes []core.Scope
+	// Placement replaces an empty Placement; its zero value is
+	// core.PlacementAuto.
+	Placement core.Placement
 	// CheckID, when set, vets the (defaulted) id; NoSlash and RecordSafe
 	// are the layers' rules.
 	CheckID func(id string) error
 }
 
 // Resolve returns c with its zero fields set from d, checked in the order
-// ID, Scope, Budget. Errors are *core.ConfigError values naming the layer
-// and the field.
-func (c Common) Resolve(d Defaults) (Common, error) {
+// ID, Scope, Budget, Placement. memory.PlacementAuto becomes
+// core.PlacementAuto; a nil Logger one that discards. Errors are
+// *core.ConfigError values naming the layer and the field.
+func Resolve(c memory.Common, d Defaults) (memory.Common, error) {
 	if c.ID == "" {
 		c.ID = d.ID
 	}
@@ -62,6 +61,9 @@ func (c Common) Resolve(d Defaults) (Common, error) {
 		if err := d.CheckID(c.ID); err != nil {
 			return c, err
 		}
+	}
+	if c.Name == "" {
+		c.Name = d.Name
 	}
 	if c.Scope == "" {
 		c.Scope = d.Scopes[0]
@@ -90,7 +92,28 @@ func (c Common) Resolve(d Defaults) (Common, error) {
 		}
 		return c, err
 	}
+	switch c.Placement {
+	case "":
+		c.Placement = d.Placement
+	case memory.PlacementAuto:
+		c.Placement = core.PlacementAuto
+	case core.PlacementAnchor, core.PlacementLive:
+	default:
+		return c, ConfigError(c.ID, "Placement", fmt.Sprintf("unknown placement %q", c.Placement))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	return c, nil
+}
+
+// Spec returns the core layer with the resolved common options set: the
+// fields every memory layer fills alike.
+func Spec[S any](c memory.Common) core.Layer[S] {
+	return core.Layer[S]{
+		ID: c.ID, Name: c.Name, Slot: c.Slot, Scope: c.Scope, Budget: c.Budget,
+		Placement: c.Placement, Timeouts: c.Timeouts, OnInitError: c.OnInitError,
+	}
 }
 
 // NoSlash refuses an id with a '/', which would make the names of the
@@ -135,7 +158,7 @@ func InitState[S any](stored []byte, load func(*S) error) (S, error) {
 // name a thread alike never share a record, even where no binding of the
 // thread is shared.
 func Scoped(layer, kind string, scope core.Scope, run core.RunInfo) (vectorstore.Scope, string, vectorstore.Filter) {
-	f := vectorstore.Filter{Layer: layer, Kind: kind, Metadata: map[string]string{"scope": string(scope)}}
+	f := vectorstore.Filter{Layer: layer, Kind: kind, Metadata: map[string]string{memory.MetaScope: string(scope)}}
 	switch scope {
 	case core.ScopeThread:
 		f.Thread, f.Resource = run.ThreadID, run.ResourceID
@@ -170,7 +193,11 @@ func ThreadOrResource(scope core.Scope, run core.RunInfo) vectorstore.Scope {
 // layer's scope uses; naming none is an error wrapping sentinel. A thread
 // scope keeps its resource: a thread of a resource is keyed by both.
 func CheckScope(layer string, scope core.Scope, s vectorstore.Scope, sentinel error) (vectorstore.Scope, error) {
-	if scope == core.ScopeResource {
+	switch scope {
+	case core.ScopeGlobal:
+		// One scope for every run: whatever s names is not part of it.
+		return vectorstore.Scope{}, nil
+	case core.ScopeResource:
 		if s.Resource == "" {
 			return s, fmt.Errorf("%w: layer %q is resource-scoped: Scope.Resource is empty", sentinel, layer)
 		}
@@ -208,6 +235,41 @@ func AdoptThreadRecords(ctx context.Context, col *vectorstore.Collection, layer 
 	}
 	return len(adopt), nil
 }
+
+// MirrorInit is the Init hook of a layer whose state is a mirror of its
+// scope's records (episodic, entity, scratchpad): it gives the run's
+// resource the thread's records of an earlier version when the run has
+// just bound the thread (AdoptThreadRecords), then loads the run's scope.
+// name starts its errors.
+func MirrorInit[S any](store *memory.Store, layer, name string, load func(context.Context, core.RunInfo) (S, error)) func(context.Context, core.InitParams) (S, error) {
+	return func(ctx context.Context, p core.InitParams) (S, error) {
+		if p.ClaimedThread {
+			if _, err := AdoptThreadRecords(ctx, store.Records, layer, p.Run); err != nil {
+				var zero S
+				return zero, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		return load(ctx, p.Run)
+	}
+}
+
+// UpdateFunction is the provided function "update" of a layer whose
+// routed calls apply applies (entity, scratchpad): apply returns the next
+// state (nil: unchanged) and the output for the model.
+func UpdateFunction[S any](description string, parameters []byte, apply func(context.Context, core.RunInfo, S, core.Item) (*S, string, error)) core.Function[S] {
+	return core.Function[S]{
+		Spec: core.ToolSpec{Name: "update", Description: description, Parameters: parameters},
+		Call: func(ctx context.Context, p core.CallParams[S]) (core.FunctionResult[S], error) {
+			next, out, err := apply(ctx, p.Run, p.State, p.Call)
+			return core.FunctionResult[S]{Output: out, State: next}, err
+		},
+	}
+}
+
+// KeepMine is the Merge of a layer whose scoped state is empty (the
+// records are the memory): a concurrent run's write never carries
+// anything to merge.
+func KeepMine[S any](_, mine S) S { return mine }
 
 // SourceID names the item at log index idx: its own id, else
 // "<runID>:<idx>".
@@ -253,19 +315,19 @@ func Foreign(items []core.Item, names ...string) ([]core.Item, []int) {
 // maxBytes long and match the JSON schema of A (checked, with
 // core.NewFunction's words, before call runs, so a rejected call leaves
 // state unchanged). fullName, "<layer>/<name>", names it in the size error.
-func Function[S, A any](name, fullName, description string, maxBytes int, call func(context.Context, core.FunctionParams[S]) (core.FunctionResult[S], error)) core.Function[S] {
+func Function[S, A any](name, fullName, description string, maxBytes int, call func(context.Context, core.CallParams[S]) (core.FunctionResult[S], error)) core.Function[S] {
 	f := core.NewFunction[S, A](name, description, func(context.Context, S, A) (string, *S, error) { return "", nil, nil })
 	validate := f.Call
-	f.Call = func(ctx context.Context, p core.FunctionParams[S]) (core.FunctionResult[S], error) {
-		if len(p.Arguments) > maxBytes {
+	f.Call = func(ctx context.Context, p core.CallParams[S]) (core.FunctionResult[S], error) {
+		if len(p.Call.Arguments) > maxBytes {
 			return core.FunctionResult[S]{}, &core.ArgumentError{Function: fullName,
-				Err: fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Arguments), maxBytes)}
+				Err: fmt.Errorf("arguments are %d bytes, more than the %d allowed", len(p.Call.Arguments), maxBytes)}
 		}
 		// Schema check first (types, required fields), for its precise words.
 		if _, err := validate(ctx, p); err != nil {
 			return core.FunctionResult[S]{}, err
 		}
-		if err := CheckArguments(p.Arguments); err != nil {
+		if err := CheckArguments(p.Call.Arguments); err != nil {
 			return core.FunctionResult[S]{}, &core.ArgumentError{Function: fullName, Err: err}
 		}
 		return call(ctx, p)
@@ -434,4 +496,53 @@ func RetryConflicts[R any](ctx context.Context, layer, item string, apply func()
 		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
 		}
 	}
+}
+
+// RunOf is the run a Go API call of a layer acts as: the scope's thread
+// and resource, so the call resolves record scopes, ids and filters
+// through the same functions as the layer's hooks.
+func RunOf(s vectorstore.Scope) core.RunInfo {
+	return core.RunInfo{ThreadID: s.Thread, ResourceID: s.Resource}
+}
+
+// Run checks a scope s given to the Go API of layer (with the layer
+// scope scope) and returns the run whose records it names (RunOf the
+// normalised scope); a scope naming none is an error wrapping
+// memory.ErrScope.
+func Run(layer string, scope core.Scope, s vectorstore.Scope) (core.RunInfo, error) {
+	sc, err := CheckScope(layer, scope, s, memory.ErrScope)
+	if err != nil {
+		return core.RunInfo{}, err
+	}
+	return RunOf(sc), nil
+}
+
+// Load is a Go API call's read of the scope s of layer: load (the layer's
+// init read) of the run Run returns.
+func Load[S any](ctx context.Context, layer string, scope core.Scope, s vectorstore.Scope, load func(context.Context, core.RunInfo) (S, error)) (S, error) {
+	run, err := Run(layer, scope, s)
+	if err != nil {
+		var zero S
+		return zero, err
+	}
+	return load(ctx, run)
+}
+
+// Delete deletes the records with these ids that f selects (a layer's
+// records of one scope): an id of another layer or scope, or one not
+// stored, is skipped. It returns how many records it deleted.
+func Delete(ctx context.Context, col *vectorstore.Collection, f vectorstore.Filter, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for lo := 0; lo < len(ids); lo += 500 {
+		f.IDs = ids[lo:min(len(ids), lo+500)]
+		k, err := col.DeleteWhere(ctx, f)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -1,12 +1,12 @@
-package temporal_test
+package asof_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/stratamem/strata/benchmarks/internal/asof"
 	"github.com/stratamem/strata/memory/memtest"
-	"github.com/stratamem/strata/memory/temporal"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -15,8 +15,8 @@ import (
 func TestAsOfAccuracy(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", nil)
-	set := temporal.DefaultAsOfSet()
-	rep, err := temporal.EvaluateAsOf(ctx, store, set)
+	set := asof.Default()
+	rep, err := asof.Evaluate(ctx, store, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,11 @@ func TestAsOfAccuracy(t *testing.T) {
 func TestAsOfHarnessDetectsWrongAnswers(t *testing.T) {
 	ctx := context.Background()
 	store := memtest.NewStore(t, "", nil)
-	set := temporal.DefaultAsOfSet()
+	set := asof.Default()
 	set.Queries = append(set.Queries[:0:0], set.Queries...)
 	set.Queries[5].Expect = "Berlin" // the corrected value, which never held
 	set.Queries[0].Expect = "Lyon"   // before anything was known
-	rep, err := temporal.EvaluateAsOf(ctx, store, set)
+	rep, err := asof.Evaluate(ctx, store, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,18 +52,18 @@ func TestAsOfHarnessDetectsWrongAnswers(t *testing.T) {
 
 func TestAsOfSetValidation(t *testing.T) {
 	ctx := context.Background()
-	if _, err := temporal.ParseAsOfSet([]byte(`{"name": "x", "events": [], "queries": []}`)); !errors.Is(err, temporal.ErrInvalidSet) {
+	if _, err := asof.Parse([]byte(`{"name": "x", "events": [], "queries": []}`)); !errors.Is(err, asof.ErrInvalidSet) {
 		t.Errorf("empty set: %v", err)
 	}
-	if _, err := temporal.ParseAsOfSet([]byte(`{"name": "x", "bogus": 1}`)); !errors.Is(err, temporal.ErrInvalidSet) {
+	if _, err := asof.Parse([]byte(`{"name": "x", "bogus": 1}`)); !errors.Is(err, asof.ErrInvalidSet) {
 		t.Errorf("unknown field: %v", err)
 	}
-	set, err := temporal.ParseAsOfSet([]byte(`{"name": "bad", "events": [{"at": "2026-01-01T00:00:00Z", "facts": [{"subject": "a", "predicate": "b", "value": "c", "when": "whenever"}]}],
+	set, err := asof.Parse([]byte(`{"name": "bad", "events": [{"at": "2026-01-01T00:00:00Z", "facts": [{"subject": "a", "predicate": "b", "value": "c", "when": "whenever"}]}],
 		"queries": [{"subject": "a", "predicate": "b", "date": "2026-01-02", "expect": "c"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := temporal.EvaluateAsOf(ctx, memtest.NewStore(t, "", nil), set); !errors.Is(err, temporal.ErrInvalidSet) {
+	if _, err := asof.Evaluate(ctx, memtest.NewStore(t, "", nil), set); !errors.Is(err, asof.ErrInvalidSet) {
 		t.Errorf("bad event: %v", err)
 	}
 }

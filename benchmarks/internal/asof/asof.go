@@ -1,4 +1,11 @@
-package temporal
+// Package asof is the as-of benchmark of memory/temporal: a labelled set
+// of facts stated over time (supersessions, corrections, backfills,
+// relative phrases across week and month boundaries) and questions "what
+// was S's P on date D", replayed through a real session of the layer and
+// answered with Layer.AsOf. Default is the set in testdata/asof.json; the
+// ledger answers all of it correctly. It is evaluation code, kept out of
+// the layer's API; cmd/recallquality reports it.
+package asof
 
 import (
 	"bytes"
@@ -15,30 +22,31 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/memory/temporal"
 	"github.com/stratamem/strata/vectorstore"
 )
 
-// AsOfSet is a labelled as-of benchmark: facts stated over time (with
+// Set is a labelled as-of benchmark: facts stated over time (with
 // supersessions, corrections, backfills and relative time phrases), and
 // questions "what was S's P on date D" with the expected answer.
-type AsOfSet struct {
+type Set struct {
 	Name string `json:"name"`
 	// Location is the IANA name of the calendar the phrases and dates use;
 	// "" means UTC.
-	Location string      `json:"location,omitempty"`
-	Events   []AsOfEvent `json:"events"`
-	Queries  []AsOfQuery `json:"queries"`
+	Location string  `json:"location,omitempty"`
+	Events   []Event `json:"events"`
+	Queries  []Query `json:"queries"`
 }
 
-// AsOfEvent is one message: the facts it states, recorded at At.
-type AsOfEvent struct {
-	At    time.Time `json:"at"`
-	Facts []Input   `json:"facts"`
+// Event is one message: the facts it states, recorded at At.
+type Event struct {
+	At    time.Time        `json:"at"`
+	Facts []temporal.Input `json:"facts"`
 }
 
-// AsOfQuery asks for the value of Subject's Predicate as of Date: a day
+// Query asks for the value of Subject's Predicate as of Date: a day
 // (its end) or an RFC 3339 instant. Expect "" means no fact held then.
-type AsOfQuery struct {
+type Query struct {
 	Subject   string `json:"subject"`
 	Predicate string `json:"predicate"`
 	Date      string `json:"date"`
@@ -47,23 +55,23 @@ type AsOfQuery struct {
 	Note string `json:"note,omitempty"`
 }
 
-// AsOfReport is the outcome of EvaluateAsOf.
-type AsOfReport struct {
+// Report is the outcome of Evaluate.
+type Report struct {
 	Set      string
 	Events   int
 	Queries  int
 	Correct  int
 	Accuracy float64
-	Failures []AsOfFailure
+	Failures []Failure
 }
 
-// AsOfFailure is a query answered wrongly, with the values found.
-type AsOfFailure struct {
-	Query AsOfQuery
+// Failure is a query answered wrongly, with the values found.
+type Failure struct {
+	Query Query
 	Got   []string
 }
 
-func (r AsOfReport) String() string {
+func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "as-of %s: %d/%d correct (%.1f%%) over %d events", r.Set, r.Correct, r.Queries, 100*r.Accuracy, r.Events)
 	for _, f := range r.Failures {
@@ -73,37 +81,37 @@ func (r AsOfReport) String() string {
 }
 
 //go:embed testdata/asof.json
-var defaultAsOfSet []byte
+var defaultSet []byte
 
-// DefaultAsOfSet returns the labelled set shipped with the package
+// Default returns the labelled set shipped with the package
 // (testdata/asof.json).
-func DefaultAsOfSet() AsOfSet {
-	set, err := ParseAsOfSet(defaultAsOfSet)
+func Default() Set {
+	set, err := Parse(defaultSet)
 	if err != nil {
-		panic("temporal: embedded as-of set: " + err.Error()) // a build defect, caught by the tests
+		panic("asof: embedded set: " + err.Error()) // a build defect, caught by the tests
 	}
 	return set
 }
 
-// ErrInvalidSet is wrapped by ParseAsOfSet and EvaluateAsOf for a set that
+// ErrInvalidSet is wrapped by Parse and Evaluate for a set that
 // cannot be evaluated.
-var ErrInvalidSet = errors.New("temporal: invalid as-of set")
+var ErrInvalidSet = errors.New("asof: invalid set")
 
-// ParseAsOfSet decodes a set from JSON, rejecting unknown fields.
-func ParseAsOfSet(data []byte) (AsOfSet, error) {
-	var set AsOfSet
+// Parse decodes a set from JSON, rejecting unknown fields.
+func Parse(data []byte) (Set, error) {
+	var set Set
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&set); err != nil {
-		return AsOfSet{}, fmt.Errorf("%w: %v", ErrInvalidSet, err)
+		return Set{}, fmt.Errorf("%w: %v", ErrInvalidSet, err)
 	}
 	if len(set.Events) == 0 || len(set.Queries) == 0 {
-		return AsOfSet{}, fmt.Errorf("%w: needs events and queries", ErrInvalidSet)
+		return Set{}, fmt.Errorf("%w: needs events and queries", ErrInvalidSet)
 	}
 	return set, nil
 }
 
-// EvaluateAsOf measures the correctness of as-of answers. It replays the
+// Evaluate measures the correctness of as-of answers. It replays the
 // set's events through a real core.Session, each a temporal/record call
 // made with the store clock set to the event's time (so relative phrases
 // resolve as they would have then), then answers every query with AsOf
@@ -114,8 +122,8 @@ func ParseAsOfSet(data []byte) (AsOfSet, error) {
 // It writes to store's collection under the layer id "temporal-eval" and
 // a fresh thread, and deletes those records before it returns. The
 // store's own clock is not touched.
-func EvaluateAsOf(ctx context.Context, store *memory.Store, set AsOfSet) (AsOfReport, error) {
-	rep := AsOfReport{Set: set.Name, Events: len(set.Events), Queries: len(set.Queries)}
+func Evaluate(ctx context.Context, store *memory.Store, set Set) (Report, error) {
+	rep := Report{Set: set.Name, Events: len(set.Events), Queries: len(set.Queries)}
 	loc := time.UTC
 	if set.Location != "" {
 		var err error
@@ -126,7 +134,7 @@ func EvaluateAsOf(ctx context.Context, store *memory.Store, set AsOfSet) (AsOfRe
 	var clock time.Time
 	st := *store
 	st.Now = func() time.Time { return clock }
-	l, err := New(&st, Options{ID: "temporal-eval", Location: loc})
+	l, err := temporal.New(&st, temporal.Options{Common: memory.Common{ID: "temporal-eval"}, Location: loc})
 	if err != nil {
 		return rep, err
 	}
@@ -138,12 +146,12 @@ func EvaluateAsOf(ctx context.Context, store *memory.Store, set AsOfSet) (AsOfRe
 		// Cleanup must run even when ctx was cancelled mid-evaluation.
 		_, _ = store.Records.DeleteWhere(context.WithoutCancel(ctx), vectorstore.Filter{Layer: "temporal-eval", Thread: thread})
 	}()
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}})
 	if err != nil {
 		return rep, err
 	}
 	events := slices.Clone(set.Events)
-	slices.SortStableFunc(events, func(a, b AsOfEvent) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(events, func(a, b Event) int { return a.At.Compare(b.At) })
 	if len(events) > 0 {
 		clock = events[0].At
 	}
@@ -154,31 +162,31 @@ func EvaluateAsOf(ctx context.Context, store *memory.Store, set AsOfSet) (AsOfRe
 	defer sess.Close(ctx)
 	for i, ev := range events {
 		clock = ev.At
-		args, err := json.Marshal(recordArgs{Facts: ev.Facts})
+		args, err := json.Marshal(map[string][]temporal.Input{"facts": ev.Facts})
 		if err != nil {
 			return rep, fmt.Errorf("%w: event %d: %v", ErrInvalidSet, i, err)
 		}
-		call := core.FunctionCall(fmt.Sprintf("event-%d", i), l.fnRec, string(args))
-		out, err := sess.CallFunction(ctx, call)
+		call := core.FunctionCall(fmt.Sprintf("event-%d", i), l.ID+"/record", string(args))
+		out, err := sess.ExecuteTool(ctx, call)
 		if err != nil {
-			return rep, fmt.Errorf("temporal: evaluate: event %d: %w", i, err)
+			return rep, fmt.Errorf("asof: evaluate: event %d: %w", i, err)
 		}
 		if strings.HasPrefix(out.Output, "error: ") {
 			return rep, fmt.Errorf("%w: event %d (%s): %s", ErrInvalidSet, i, ev.At.Format(time.RFC3339), out.Output)
 		}
 	}
 	for i, q := range set.Queries {
-		t, err := AsOfInstant(q.Date, clock, loc)
+		t, err := temporal.AsOfInstant(q.Date, clock, loc)
 		if err != nil {
 			return rep, fmt.Errorf("%w: query %d: %v", ErrInvalidSet, i, err)
 		}
 		facts, err := l.AsOf(ctx, scope, t)
 		if err != nil {
-			return rep, fmt.Errorf("temporal: evaluate: query %d: %w", i, err)
+			return rep, fmt.Errorf("asof: evaluate: query %d: %w", i, err)
 		}
 		var got []string
 		for _, f := range facts {
-			if SubjectKey(f.Subject) == SubjectKey(q.Subject) && PredicateKey(f.Predicate) == PredicateKey(q.Predicate) {
+			if temporal.SubjectKey(f.Subject) == temporal.SubjectKey(q.Subject) && temporal.PredicateKey(f.Predicate) == temporal.PredicateKey(q.Predicate) {
 				got = append(got, f.Value)
 			}
 		}
@@ -186,11 +194,17 @@ func EvaluateAsOf(ctx context.Context, store *memory.Store, set AsOfSet) (AsOfRe
 		if ok {
 			rep.Correct++
 		} else {
-			rep.Failures = append(rep.Failures, AsOfFailure{Query: q, Got: got})
+			rep.Failures = append(rep.Failures, Failure{Query: q, Got: got})
 		}
 	}
 	if rep.Queries > 0 {
 		rep.Accuracy = float64(rep.Correct) / float64(rep.Queries)
 	}
 	return rep, nil
+}
+
+// normValue is how answers compare: case, spacing and trailing sentence
+// punctuation ignored.
+func normValue(s string) string {
+	return strings.ToLower(strings.TrimRight(strings.Join(strings.Fields(s), " "), " .,;:"))
 }
