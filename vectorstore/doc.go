@@ -69,6 +69,36 @@
 // # Drivers
 //
 // A driver implements the small driver.Collection interface and registers a
-// URL scheme (Register). vectortest.Run is the conformance suite every
-// driver passes.
+// URL scheme with a URLOpener of its own (each driver package has a
+// URLOpener struct holding its options, whose zero value it registers).
+// Open uses DefaultURLMux; to open a scheme with other driver options,
+// register a configured opener under a scheme of your own
+// (RegisterURLOpener) or build a URLMux. A driver package also has an
+// OpenCollection over a connection the caller owns, taking one options
+// struct (chromem: vectorstore.Options; pgvector and qdrant: their Options,
+// which embed vectorstore.Options). DriverConfig is the one place the
+// portable options become a driver.Config. vectortest.Run is the
+// conformance suite every driver passes; the drivers' openers at the
+// driver level are unexported, their own tests run the suite over them.
+//
+// The portable type does not hand out its driver. Driver-specific types
+// are reached with Collection.As, as in the Go CDK; each driver documents
+// the types it supports (pgvector: **pgxpool.Pool and *EmbedderRecorder;
+// qdrant: the go-client's **qdrant.Client and *EmbedderRecorder; chromem: none). Backend
+// errors need no ErrorAs: the errors a call returns wrap the backend's
+// error, so errors.As reaches it (a *pgconn.PgError, a gRPC status).
+//
+// # Why the data types are aliases
+//
+// Record, Scope, Filter, Match, Info, Distance, Terms, TermResult and the
+// error types are aliases of the driver package's, where the Go CDK keeps
+// separate portable types. They are plain data with no behaviour a driver
+// could reach through them, so an alias leaks nothing a user could misuse;
+// separate types would cost a conversion, copying every record, on every
+// Upsert, Get, List and Query (a 10,000-record List page, a K=10,000
+// query), and a conversion layer of the size of both type sets, touching
+// every driver and every test that builds records for a driver. The
+// driver package is the single definition of the record model; the
+// portable package adds validation and normalisation over it, not another
+// model.
 package vectorstore

@@ -13,51 +13,101 @@ import (
 	"github.com/stratamem/strata/vectorstore/driver"
 )
 
-// OpenFunc opens a driver collection for a URL. The portable layer has
-// already checked the query (well-formed, every parameter named once with a
-// non-empty value), removed the common parameters (collection, dimension,
-// distance, metadata_keys) from u and put them in cfg. The driver parses the
-// rest and must reject, before connecting anywhere, every parameter it does
-// not know and every value it cannot use, with a CodeInvalidArgument
-// *driver.Error whose Field is the parameter's name (see Params).
+// URLOpener opens a driver collection for a URL, in the manner of the Go
+// CDK's URLOpener. The portable layer has already checked the query
+// (well-formed, every parameter named once with a non-empty value), removed
+// the common parameters (collection, dimension, distance, metadata_keys)
+// from u and put them in cfg. The opener parses the rest and must reject,
+// before connecting anywhere, every parameter it does not know and every
+// value it cannot use, with a CodeInvalidArgument *driver.Error whose Field
+// is the parameter's name (see Params).
+//
+// Every driver's package has a URLOpener struct holding its options, and
+// registers its zero value under its scheme. To open a scheme with other
+// options, register a configured opener under a scheme of your own, or
+// build a URLMux:
+//
+//	mux := new(vectorstore.URLMux)
+//	mux.Register("postgres", &pgvector.URLOpener{Options: pgvector.Options{Schema: "memory"}})
+//	coll, err := mux.Open(ctx, "postgres://db/app?collection=memories", nil)
+type URLOpener interface {
+	OpenCollectionURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error)
+}
+
+// OpenFunc is a URLOpener as a function.
 type OpenFunc func(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error)
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]OpenFunc{}
-)
+// OpenCollectionURL calls f.
+func (f OpenFunc) OpenCollectionURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+	return f(ctx, u, cfg)
+}
 
-// Register makes a driver available under a URL scheme. Drivers call it from
-// an init function in their urls.go, so a blank import is enough:
+// URLMux maps URL schemes to URLOpeners. The zero value is an empty mux,
+// ready to use; DefaultURLMux is the one Open, Register and Schemes use.
+// It is safe for concurrent use.
+type URLMux struct {
+	mu      sync.RWMutex
+	openers map[string]URLOpener
+}
+
+var defaultMux = new(URLMux)
+
+// DefaultURLMux returns the URLMux that Open uses and drivers register
+// their default openers in.
+func DefaultURLMux() *URLMux { return defaultMux }
+
+// Register makes opener serve scheme (case-insensitive). It panics if
+// scheme is empty, opener nil or scheme already registered, as
+// database/sql.Register does: both are programming errors at init time.
+func (m *URLMux) Register(scheme string, opener URLOpener) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	scheme = strings.ToLower(scheme)
+	if scheme == "" || opener == nil {
+		panic("vectorstore: Register with empty scheme or nil opener")
+	}
+	if f, ok := opener.(OpenFunc); ok && f == nil {
+		panic("vectorstore: Register with empty scheme or nil opener")
+	}
+	if _, dup := m.openers[scheme]; dup {
+		panic("vectorstore: Register called twice for scheme " + scheme)
+	}
+	if m.openers == nil {
+		m.openers = map[string]URLOpener{}
+	}
+	m.openers[scheme] = opener
+}
+
+// Schemes returns the schemes registered in m, sorted.
+func (m *URLMux) Schemes() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Sorted(maps.Keys(m.openers))
+}
+
+func (m *URLMux) opener(scheme string) URLOpener {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.openers[scheme]
+}
+
+// Register makes a driver available under a URL scheme in DefaultURLMux,
+// with a function as its opener. Drivers register from an init function in
+// their urls.go (with RegisterURLOpener and their URLOpener), so a blank
+// import is enough:
 //
 //	import _ "github.com/stratamem/strata/vectorstore/chromem"
 //
 // Register panics if scheme is empty or already registered, as
 // database/sql.Register does: both are programming errors at init time.
-func Register(scheme string, open OpenFunc) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	scheme = strings.ToLower(scheme)
-	if scheme == "" || open == nil {
-		panic("vectorstore: Register with empty scheme or nil opener")
-	}
-	if _, dup := registry[scheme]; dup {
-		panic("vectorstore: Register called twice for scheme " + scheme)
-	}
-	registry[scheme] = open
-}
+func Register(scheme string, open OpenFunc) { defaultMux.Register(scheme, open) }
 
-// Schemes returns the registered URL schemes, sorted.
-func Schemes() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for s := range registry {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
-}
+// RegisterURLOpener is Register for a URLOpener, e.g. a driver's URLOpener
+// configured with its options under a scheme of the caller's.
+func RegisterURLOpener(scheme string, opener URLOpener) { defaultMux.Register(scheme, opener) }
+
+// Schemes returns the schemes registered in DefaultURLMux, sorted.
+func Schemes() []string { return defaultMux.Schemes() }
 
 // Params parses the query of a store URL strictly, for Open and for
 // drivers: it fails with a CodeInvalidArgument *Error on a malformed query
@@ -109,6 +159,11 @@ const DefaultCollectionName = "memories"
 // not know fail with ErrInvalidArgument, Field naming the parameter, before
 // anything is opened.
 func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error) {
+	return defaultMux.Open(ctx, rawURL, opts)
+}
+
+// Open is vectorstore.Open with the openers of m.
+func (m *URLMux) Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error) {
 	const op = "open"
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -121,12 +176,10 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 		return nil, &Error{Code: CodeInvalidArgument, Op: op, Field: "url", Msg: "cannot parse URL", Err: err}
 	}
 	scheme := strings.ToLower(u.Scheme)
-	regMu.RLock()
-	open := registry[scheme]
-	regMu.RUnlock()
+	open := m.opener(scheme)
 	if open == nil {
 		return nil, &Error{Code: CodeUnsupportedScheme, Op: op, Field: "url",
-			Msg: "no driver for scheme " + strconv.Quote(u.Scheme) + " (registered: " + strings.Join(Schemes(), ", ") + "; import the driver package)"}
+			Msg: "no driver for scheme " + strconv.Quote(u.Scheme) + " (registered: " + strings.Join(m.Schemes(), ", ") + "; import the driver package)"}
 	}
 	var o Options
 	if opts != nil {
@@ -136,7 +189,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 	if err != nil {
 		return nil, err
 	}
-	cfg := driver.Config{Name: q.Get("collection"), Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys}
+	cfg := DriverConfig(q.Get("collection"), &o)
 	if cfg.Name == "" {
 		cfg.Name = DefaultCollectionName
 	}
@@ -190,7 +243,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Collection, error
 	}
 	u2 := *u
 	u2.RawQuery = q.Encode()
-	d, err := open(ctx, &u2, cfg)
+	d, err := open.OpenCollectionURL(ctx, &u2, cfg)
 	if err != nil {
 		return nil, wrap(op, err)
 	}

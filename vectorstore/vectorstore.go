@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratamem/strata/vectorstore/driver"
+	"github.com/stratamem/strata/vectorstore/internal/hook"
 )
 
 // Record is one memory record: id, layer, kind, scope keys, text, embedding,
@@ -87,7 +88,8 @@ type Collection struct {
 }
 
 // NewCollection wraps an open driver collection. Drivers' own constructors
-// (e.g. chromem.OpenCollection) call it; most users call Open instead.
+// (e.g. chromem.OpenCollection) and wrapping drivers (vectorstore/faulty)
+// call it; users call Open or a driver's OpenCollection instead.
 func NewCollection(d driver.Collection, opts *Options) (*Collection, error) {
 	var o Options
 	if opts != nil {
@@ -120,9 +122,51 @@ func NewCollection(d driver.Collection, opts *Options) (*Collection, error) {
 	return c, nil
 }
 
-// Driver returns the underlying driver collection, for driver-specific features
-// and tests. Do not call its methods after Close.
-func (c *Collection) Driver() driver.Collection { return c.drv }
+func init() {
+	hook.DriverOf = func(c any) driver.Collection { return c.(*Collection).drv }
+}
+
+// As exposes a driver-specific type behind the collection, in the manner of
+// the Go CDK: it sets the value target points to and returns true when the
+// driver supports that type, and returns false otherwise (and for a nil
+// target). Each driver documents the types it supports (for example
+// pgvector: **pgxpool.Pool and *EmbedderRecorder). What As hands out stays
+// the collection's: do not close it, and do not use it after Close.
+func (c *Collection) As(target any) bool {
+	if target == nil {
+		return false
+	}
+	a, ok := c.drv.(driver.Aser)
+	return ok && a.As(target)
+}
+
+// EmbedderRecorder is implemented by the drivers that keep, beside a
+// collection, a record of the embedder that wrote it (pgvector, qdrant);
+// get it with As:
+//
+//	var rec vectorstore.EmbedderRecorder
+//	if coll.As(&rec) {
+//		model, dim, err := rec.EmbedderRecord(ctx)
+//	}
+type EmbedderRecorder interface {
+	// EmbedderRecord returns the recorded model id and dimension, or ""
+	// and 0 when none is recorded.
+	EmbedderRecord(ctx context.Context) (model string, dim int, err error)
+	// RecordEmbedder records model and dim unless a record exists, and
+	// returns the record in place afterwards.
+	RecordEmbedder(ctx context.Context, model string, dim int) (string, int, error)
+}
+
+// DriverConfig is the driver.Config of the collection name opened with
+// opts (which may be nil): the one place the portable options are carried
+// over to a driver. Drivers' own constructors call it; Open starts from it
+// and adds what the URL says.
+func DriverConfig(name string, opts *Options) driver.Config {
+	if opts == nil {
+		return driver.Config{Name: name}
+	}
+	return driver.Config{Name: name, Dimension: opts.Dimension, Distance: opts.Distance, MetadataKeys: opts.MetadataKeys}
+}
 
 // Info describes the collection: name, dimension, distance and driver.
 func (c *Collection) Info() Info { return c.info }

@@ -167,7 +167,7 @@ func (c *Config) openPG(ctx context.Context, name string, dim int) (*instance, e
 		return nil, err
 	}
 	// Zero pgvector.Options: the driver's defaults are what is measured.
-	coll, err := pgvector.OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: dim}, nil)
+	coll, err := pgvector.OpenCollection(ctx, pool, name, &pgvector.Options{Options: vectorstore.Options{Dimension: dim}})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -221,7 +221,7 @@ func (c *Config) openPG(ctx context.Context, name string, dim int) (*instance, e
 			return seq, idx, err
 		},
 		withEfSearch: func(ctx context.Context, ef int) (*vectorstore.Collection, error) {
-			return pgvector.OpenCollection(ctx, pool, name, nil, &pgvector.Options{EfSearch: ef})
+			return pgvector.OpenCollection(ctx, pool, name, &pgvector.Options{EfSearch: ef})
 		},
 		bulkLoad: func(ctx context.Context, recs []vectorstore.Record, batch int) (load, build time.Duration, err error) {
 			return pgBulkLoad(ctx, pool, name+"_bulk", recs, batch)
@@ -239,7 +239,7 @@ func pgBulkLoad(ctx context.Context, pool *pgxpool.Pool, name string, recs []vec
 		return 0, 0, err
 	}
 	dim := len(recs[0].Vector)
-	coll, err := pgvector.OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: dim}, &pgvector.Options{Index: pgvector.IndexNone})
+	coll, err := pgvector.OpenCollection(ctx, pool, name, &pgvector.Options{Options: vectorstore.Options{Dimension: dim}, Index: pgvector.IndexNone})
 	if err != nil {
 		return 0, 0, err
 	}

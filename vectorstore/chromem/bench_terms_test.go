@@ -66,7 +66,7 @@ func termBenchCollection(b testing.TB) *collection {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	d, err := OpenDriver(ctx, dir, driver.Config{Name: "bench", Dimension: 4})
+	d, err := openDriver(ctx, dir, driver.Config{Name: "bench", Dimension: 4})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func BenchmarkQueryTop10(b *testing.B) {
 	// The driver's own exact scan over the same data, for comparison with
 	// chromem-go's parallel search.
 	b.Run("driver-scan", func(b *testing.B) {
-		d := c.Driver().(*collection)
+		d := driverOf(c)
 		qq := make([]float32, len(q))
 		copy(qq, q)
 		var n float64

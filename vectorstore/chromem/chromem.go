@@ -18,6 +18,7 @@ import (
 
 	chromemgo "github.com/philippgille/chromem-go"
 
+	"github.com/stratamem/strata/internal/fsutil"
 	"github.com/stratamem/strata/internal/vecmath"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
@@ -72,15 +73,11 @@ type meta struct {
 // create the collection; opts may be nil to reopen an existing one with its
 // stored dimension and distance.
 func OpenCollection(ctx context.Context, dir, name string, opts *vectorstore.Options) (*vectorstore.Collection, error) {
-	var o vectorstore.Options
-	if opts != nil {
-		o = *opts
-	}
-	d, err := OpenDriver(ctx, dir, driver.Config{Name: name, Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys})
+	d, err := openDriver(ctx, dir, vectorstore.DriverConfig(name, opts))
 	if err != nil {
 		return nil, err
 	}
-	c, err := vectorstore.NewCollection(d, &o)
+	c, err := vectorstore.NewCollection(d, opts)
 	if err != nil {
 		_ = d.Close()
 		return nil, err
@@ -88,10 +85,9 @@ func OpenCollection(ctx context.Context, dir, name string, opts *vectorstore.Opt
 	return c, nil
 }
 
-// OpenDriver opens the driver-level collection cfg.Name under dir. Most
-// users want OpenCollection or vectorstore.Open; OpenDriver exists for the
-// conformance suite and for wrapping with custom portable options.
-func OpenDriver(ctx context.Context, dir string, cfg driver.Config) (driver.Collection, error) {
+// openDriver opens the driver-level collection cfg.Name under dir, for
+// OpenCollection, the URL opener and this package's tests.
+func openDriver(ctx context.Context, dir string, cfg driver.Config) (driver.Collection, error) {
 	const op = "open"
 	if dir == "" {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "dir", "empty directory")
@@ -359,23 +355,13 @@ func writeMeta(cdir string, m meta) error {
 // place (and the old one unlinked) even if err reports the failed directory
 // fsync, and the caller must act on the new file.
 func writeAtomic(cdir, name string, fill func(*os.File) error) (renamed bool, err error) {
-	tmp := filepath.Join(cdir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return false, fmt.Errorf("chromem: %w", err)
-	}
-	err = fill(f)
+	tmp, err := fsutil.WriteTemp(cdir, name, fill, fsutil.Options{Temp: name + ".tmp"})
 	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(cdir, name))
+		if err = os.Rename(tmp, filepath.Join(cdir, name)); err != nil {
+			_ = os.Remove(tmp)
+		}
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
 		return false, fmt.Errorf("chromem: write %s: %w", name, err)
 	}
 	if err := syncDir(cdir); err != nil {
@@ -388,19 +374,15 @@ func writeAtomic(cdir, name string, fill func(*os.File) error) (renamed bool, er
 // it first and fails with its error. It is nil outside tests.
 var syncDirFault func(dir string) error
 
+// syncDir is fsutil.SyncDir behind the test seam syncDirFault.
 func syncDir(dir string) error {
 	if syncDirFault != nil {
 		if err := syncDirFault(dir); err != nil {
 			return fmt.Errorf("chromem: sync dir: %w", err)
 		}
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return fmt.Errorf("chromem: sync dir: %w", err)
+	if err := fsutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("chromem: %w", err)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func churn(t *testing.T, c *vectorstore.Collection, cc *collection) int {
 // before the new file's directory entry is durable.
 func TestCompactionDirSyncFails(t *testing.T) {
 	dir := t.TempDir()
-	d, err := OpenDriver(bg, dir, driver.Config{Name: "c", Dimension: 256})
+	d, err := openDriver(bg, dir, driver.Config{Name: "c", Dimension: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestCompactionDirSyncFails(t *testing.T) {
 // intact, so open must succeed with every record and writes must work.
 func TestOpenSurvivesFailedCompaction(t *testing.T) {
 	dir := t.TempDir()
-	d, err := OpenDriver(bg, dir, driver.Config{Name: "c", Dimension: 256})
+	d, err := openDriver(bg, dir, driver.Config{Name: "c", Dimension: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestOpenSurvivesFailedCompaction(t *testing.T) {
 	if err := os.RemoveAll(tmp); err != nil {
 		t.Fatal(err)
 	}
-	d3, err := OpenDriver(bg, dir, driver.Config{Name: "c"})
+	d3, err := openDriver(bg, dir, driver.Config{Name: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}

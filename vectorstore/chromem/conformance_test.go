@@ -17,7 +17,7 @@ func TestConformance(t *testing.T) {
 	dir := t.TempDir()
 	vectortest.Run(t, vectortest.Harness{
 		Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
-			return OpenDriver(ctx, dir, cfg)
+			return openDriver(ctx, dir, cfg)
 		},
 	})
 }
@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 func TestRevisionFloorAfterCompaction(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := OpenDriver(ctx, dir, driver.Config{Name: "c", Dimension: 2})
+	d, err := openDriver(ctx, dir, driver.Config{Name: "c", Dimension: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRevisionFloorAfterCompaction(t *testing.T) {
 	if err != nil || m.Revision != b.Revision {
 		t.Fatalf("meta.json revision floor %d (%v), want %d", m.Revision, err, b.Revision)
 	}
-	d, err = OpenDriver(ctx, dir, driver.Config{Name: "c"})
+	d, err = openDriver(ctx, dir, driver.Config{Name: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestRevisionsOfLegacyLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := 0; round < 2; round++ {
-		d, err := OpenDriver(ctx, dir, driver.Config{Name: "c"})
+		d, err := openDriver(ctx, dir, driver.Config{Name: "c"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestRevisionsOfLegacyLog(t *testing.T) {
 		}
 	}
 	// New writes continue above, and their revisions are logged.
-	d, err := OpenDriver(ctx, dir, driver.Config{Name: "c"})
+	d, err := openDriver(ctx, dir, driver.Config{Name: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestRevisionsOfLegacyLog(t *testing.T) {
 		t.Fatalf("UpsertIf at the replayed revision: %d %v, want 4", rev, err)
 	}
 	d.Close()
-	d, err = OpenDriver(ctx, dir, driver.Config{Name: "c"})
+	d, err = openDriver(ctx, dir, driver.Config{Name: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestCorruptRevisionEntry(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cdir, logFile), encodeUpsert([]driver.Record{r}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenDriver(context.Background(), dir, driver.Config{Name: "c"}); !errors.Is(err, driver.ErrCorrupt) {
+	if _, err := openDriver(context.Background(), dir, driver.Config{Name: "c"}); !errors.Is(err, driver.ErrCorrupt) {
 		t.Fatalf("open with a corrupt revision entry: %v, want ErrCorrupt", err)
 	}
 }

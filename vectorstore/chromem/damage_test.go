@@ -419,7 +419,7 @@ func TestCompactionCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc := c.Driver().(*collection)
+	cc := driverOf(c)
 	snap := t.TempDir()
 	syncDirFault = func(d string) error {
 		if cc.compacted == 0 && d == collDir(dir) && !fileExists(filepath.Join(snap, "c")) {

@@ -7,7 +7,11 @@
 //	import _ "github.com/stratamem/strata/vectorstore/chromem"
 //	coll, err := vectorstore.Open(ctx, "chromem:///var/lib/strata/vectors?collection=memories&dimension=384", nil)
 //
-// or directly with OpenCollection(ctx, dir, name, opts).
+// or directly with OpenCollection(ctx, dir, name, opts). URLOpener is the
+// driver's URL opener (it has no options of its own).
+//
+// vectorstore.Collection.As supports no type: the driver has nothing to
+// hand out beyond what the portable API offers.
 //
 // # Storage and durability
 //

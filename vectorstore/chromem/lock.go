@@ -3,9 +3,35 @@ package chromem
 import (
 	"errors"
 	"fmt"
-	"github.com/stratamem/strata/vectorstore/driver"
 	"os"
+	"path/filepath"
+
+	"github.com/stratamem/strata/internal/fsutil"
+	"github.com/stratamem/strata/vectorstore/driver"
 )
+
+// lockFile takes an exclusive advisory lock on f, so two processes (or two
+// opens in one process) never append to the same log concurrently, and
+// records this process as the holder. A lock held elsewhere is a
+// *LockedError naming the holder's pid. Where flock is unavailable (not
+// Unix) it is a no-op: the caller must not open one collection from two
+// processes at once.
+func lockFile(f *os.File) error { return lockFor("open", f) }
+
+// lockFor is lockFile for operation op.
+func lockFor(op string, f *os.File) error {
+	ok, err := fsutil.TryLock(f)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil
+	case err != nil:
+		return err
+	case !ok:
+		return busy(op, &LockedError{Path: filepath.Dir(f.Name()), PID: fsutil.Holder(f)})
+	}
+	fsutil.WriteHolder(f)
+	return nil
+}
 
 // ErrLocked is wrapped by every *LockedError: the collection (or store) is
 // open in another process, or already open in this one.

@@ -3,24 +3,22 @@
 package chromem
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stratamem/strata/internal/fsutil/fsutiltest"
 	"github.com/stratamem/strata/vectorstore"
 )
 
 const lockDirEnv = "STRATA_CHROMEM_LOCK_DIR"
 
 // TestLockChild is the holder process of TestLockNamesHolder; it does
-// nothing unless started by it. It opens the collection, says "ready", and
-// keeps it open until its stdin is closed.
+// nothing unless started by it. It opens the collection and keeps it open
+// until the parent releases it.
 func TestLockChild(t *testing.T) {
 	dir := os.Getenv(lockDirEnv)
 	if dir == "" {
@@ -28,11 +26,9 @@ func TestLockChild(t *testing.T) {
 	}
 	c, err := OpenCollection(bg, dir, "c", &vectorstore.Options{Dimension: 2})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(3)
+		fsutiltest.Fail(err)
 	}
-	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	fsutiltest.Hold()
 	c.Close()
 }
 
@@ -40,31 +36,9 @@ func TestLockChild(t *testing.T) {
 // error is a *LockedError (ErrLocked) naming the holder's pid and what to
 // do, not an invalid argument; once the holder exits, the open succeeds.
 func TestLockNamesHolder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a process")
-	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), lockDirEnv+"="+dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		t.Fatalf("child: %q", sc.Text())
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-
-	_, err = OpenCollection(bg, dir, "c", nil)
+	child := fsutiltest.Start(t, "TestLockChild", lockDirEnv, dir)
+	_, err := OpenCollection(bg, dir, "c", nil)
 	var le *LockedError
 	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
 		t.Fatalf("open while another process holds it: %v, want a *LockedError", err)
@@ -75,18 +49,15 @@ func TestLockNamesHolder(t *testing.T) {
 	if vectorstore.CodeOf(err) != vectorstore.CodeBusy || !errors.Is(err, vectorstore.ErrBusy) {
 		t.Fatalf("the lock's code is %q, want BUSY: %v", vectorstore.CodeOf(err), err)
 	}
-	want := fmt.Sprintf("collection %s is open in another process (pid %d): stop it, or use a server backend (postgres)", filepath.Join(dir, "c"), cmd.Process.Pid)
-	if le.PID != cmd.Process.Pid || !strings.Contains(err.Error(), want) {
+	want := fmt.Sprintf("collection %s is open in another process (pid %d): stop it, or use a server backend (postgres)", filepath.Join(dir, "c"), child.Pid)
+	if le.PID != child.Pid || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q (pid %d), want it to contain %q", err, le.PID, want)
 	}
-	if _, err := Salvage(bg, dir, "c", SalvageOptions{}); !errors.As(err, &le) || le.PID != cmd.Process.Pid {
+	if _, err := Salvage(bg, dir, "c", SalvageOptions{}); !errors.As(err, &le) || le.PID != child.Pid {
 		t.Fatalf("salvage while another process holds the collection: %v", err)
 	}
 
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	child.Release(t)
 	c, err := OpenCollection(bg, dir, "c", nil)
 	if err != nil {
 		t.Fatalf("open after the holder exited: %v", err)

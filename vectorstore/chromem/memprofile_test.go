@@ -31,7 +31,7 @@ func TestMemProfileStore(t *testing.T) {
 	ctx := context.Background()
 	before := memNow()
 	t0 := time.Now()
-	d, err := OpenDriver(ctx, dir, driver.Config{Name: "memories"})
+	d, err := openDriver(ctx, dir, driver.Config{Name: "memories"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stratamem/strata/internal/fsutil"
 	"github.com/stratamem/strata/vectorstore/driver"
 )
 
@@ -319,21 +320,12 @@ func writeSalvaged(ctx context.Context, cdir string, f *os.File, rep *SalvageRep
 		return err
 	}
 	defer ck.close()
-	tmp := filepath.Join(cdir, logFile+".salvage.tmp")
-	tf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmp, err := fsutil.WriteTemp(cdir, logFile, func(tf *os.File) error {
+		_, err := writeCompacted(tf, recs, nil, encodeUpsertDocs, ck) // the records as logged, revisions and all
+		return err
+	}, fsutil.Options{Temp: logFile + ".salvage.tmp"})
 	if err != nil {
 		return fmt.Errorf("chromem: salvage: %w", err)
-	}
-	_, err = writeCompacted(tf, recs, nil, encodeUpsertDocs, ck) // the records as logged, revisions and all
-	if err == nil {
-		err = tf.Sync()
-	}
-	if cerr := tf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("chromem: salvage: write %s: %w", tmp, err)
 	}
 	if f != nil {
 		kept, err := keepLog(cdir, f)

@@ -57,7 +57,7 @@ func checkIndex(t *testing.T, c *collection) {
 
 func openScoped(t *testing.T, dir string, dist driver.Distance, dim int) *collection {
 	t.Helper()
-	d, err := OpenDriver(context.Background(), dir, driver.Config{Name: "s", Dimension: dim, Distance: dist})
+	d, err := openDriver(context.Background(), dir, driver.Config{Name: "s", Dimension: dim, Distance: dist})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestConformanceSealed(t *testing.T) {
 		dir := t.TempDir()
 		vectortest.Run(t, vectortest.Harness{
 			Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
-				return OpenDriver(ctx, dir, cfg)
+				return openDriver(ctx, dir, cfg)
 			},
 		})
 	})
@@ -47,7 +47,7 @@ func TestSealedSlabs(t *testing.T) {
 	withSealing(t, func() {
 		ctx := context.Background()
 		dir := t.TempDir()
-		d, err := OpenDriver(ctx, dir, driver.Config{Name: "c", Dimension: 4})
+		d, err := openDriver(ctx, dir, driver.Config{Name: "c", Dimension: 4})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,7 +214,7 @@ func (g *termGen) query(ids []string) driver.TermQuery {
 
 func openTerms(t *testing.T, dir string) *collection {
 	t.Helper()
-	d, err := OpenDriver(context.Background(), dir, driver.Config{Name: "t", Dimension: 4})
+	d, err := openDriver(context.Background(), dir, driver.Config{Name: "t", Dimension: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestTermsPersist(t *testing.T) {
 	var cc *collection
 	open := func(opts *vectorstore.Options) *vectorstore.Collection {
 		t.Helper()
-		d, err := OpenDriver(ctx, dir, driver.Config{Name: "c", Dimension: 4})
+		d, err := openDriver(ctx, dir, driver.Config{Name: "c", Dimension: 4})
 		if err != nil {
 			t.Fatal(err)
 		}

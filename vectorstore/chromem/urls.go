@@ -14,7 +14,19 @@ import (
 // Scheme is the URL scheme of this driver.
 const Scheme = "chromem"
 
-func init() { vectorstore.Register(Scheme, openURL) }
+func init() { vectorstore.RegisterURLOpener(Scheme, &URLOpener{}) }
+
+// URLOpener opens chromem URLs; its zero value is registered for Scheme.
+// The driver has no options beyond the portable ones (vectorstore.Options,
+// given to vectorstore.Open), so the struct is empty: it exists so that a
+// chromem opener can be registered in a vectorstore.URLMux of the caller's
+// like any other driver's.
+type URLOpener struct{}
+
+// OpenCollectionURL implements vectorstore.URLOpener; see openURL.
+func (*URLOpener) OpenCollectionURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+	return openURL(ctx, u, cfg)
+}
 
 // openURL opens "chromem:///abs/dir?collection=name" or, for a path
 // relative to the working directory, "chromem:rel/dir?collection=name". The
@@ -38,5 +50,5 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "open", k, "unknown chromem URL parameter %q (chromem takes only the common ones: collection, dimension, distance, metadata_keys)", k)
 	}
-	return OpenDriver(ctx, filepath.Clean(dir), cfg)
+	return openDriver(ctx, filepath.Clean(dir), cfg)
 }

@@ -159,7 +159,7 @@ func TestCorruptMiddleIsAnError(t *testing.T) {
 
 func TestCompaction(t *testing.T) {
 	dir := t.TempDir()
-	d, err := OpenDriver(bg, dir, driver.Config{Name: "c", Dimension: 256, Distance: driver.DistanceCosine})
+	d, err := openDriver(bg, dir, driver.Config{Name: "c", Dimension: 256, Distance: driver.DistanceCosine})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -306,6 +306,15 @@ type Match struct {
 	Score float64
 }
 
+// Aser is implemented by a driver collection that exposes driver-specific
+// types through vectorstore.Collection.As: As sets *target and returns
+// true when target is a pointer to one of the types the driver documents,
+// and returns false otherwise. It must never hand out the driver
+// collection itself (the portable layer's validation would be bypassed).
+type Aser interface {
+	As(target any) bool
+}
+
 // Collection is the interface a backend implements. See the package
 // documentation for the guarantees the portable layer gives a driver and the
 // ones a driver owes back.

@@ -21,6 +21,9 @@
 // SearchTerms goes to the wrapped driver's SearchTerms when it has one, and
 // otherwise ranks the corpus read from the wrapped driver's List with
 // driver.RankTerms, as the portable layer would. Either way it is one read.
+// A Collection has no As, so a portable collection over it supports no
+// driver-specific type (vectorstore.Collection.As returns false): what As
+// hands out would reach the wrapped driver past the injected faults.
 // A Collection is safe for concurrent use, and its settings may change
 // while calls are in flight (a call uses the settings it started with).
 package faulty
@@ -34,6 +37,7 @@ import (
 
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
+	"github.com/stratamem/strata/vectorstore/internal/hook"
 )
 
 // ErrInjected is a ready-made failure, for tests that only need "the store
@@ -86,7 +90,7 @@ func WrapCollection(col *vectorstore.Collection, opts *vectorstore.Options) (*ve
 }
 
 func rewrap(col *vectorstore.Collection, opts *vectorstore.Options) (*vectorstore.Collection, *Collection, error) {
-	fc := Wrap(col.Driver())
+	fc := Wrap(hook.DriverOf(col))
 	out, err := vectorstore.NewCollection(fc, opts)
 	if err != nil {
 		_ = col.Close()

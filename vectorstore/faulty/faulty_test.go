@@ -15,6 +15,7 @@ import (
 	"github.com/stratamem/strata/vectorstore/chromem"
 	"github.com/stratamem/strata/vectorstore/driver"
 	"github.com/stratamem/strata/vectorstore/faulty"
+	"github.com/stratamem/strata/vectorstore/internal/hook"
 	"github.com/stratamem/strata/vectorstore/vectortest"
 )
 
@@ -48,7 +49,7 @@ func TestConformance(t *testing.T) {
 	dir := t.TempDir()
 	vectortest.Run(t, vectortest.Harness{
 		Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
-			d, err := chromem.OpenDriver(ctx, dir, cfg)
+			d, err := openChromem(ctx, dir, cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +207,7 @@ func TestWrapCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.Driver() != orig.Driver() {
+	if fc.Driver() != hook.DriverOf(orig) {
 		t.Fatal("Driver() is not the wrapped driver")
 	}
 	r := rec("a")
@@ -257,7 +258,7 @@ func termRecs() []vectorstore.Record {
 // A native SearchTerms stays in use behind the wrapper: the portable
 // layer sees a TermSearcher and the search reaches the driver's own.
 func TestSearchTermsForwarded(t *testing.T) {
-	d, err := chromem.OpenDriver(ctx, t.TempDir(), driver.Config{Name: "c", Dimension: 2})
+	d, err := openChromem(ctx, t.TempDir(), driver.Config{Name: "c", Dimension: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestSearchTermsForwarded(t *testing.T) {
 // A driver without SearchTerms is ranked in process behind the wrapper
 // exactly as the portable layer ranks it without one.
 func TestSearchTermsFallback(t *testing.T) {
-	d, err := chromem.OpenDriver(ctx, t.TempDir(), driver.Config{Name: "c", Dimension: 2})
+	d, err := openChromem(ctx, t.TempDir(), driver.Config{Name: "c", Dimension: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,4 +404,14 @@ func TestSearchTermsFallbackPages(t *testing.T) {
 	if attempted, _ := fc.Reads(); attempted != 1 {
 		t.Fatalf("Reads() attempted %d, want 1", attempted)
 	}
+}
+
+// openChromem opens the chromem driver collection cfg names under dir,
+// through the portable constructor (the driver's own opener is unexported).
+func openChromem(ctx context.Context, dir string, cfg driver.Config) (driver.Collection, error) {
+	c, err := chromem.OpenCollection(ctx, dir, cfg.Name, &vectorstore.Options{Dimension: cfg.Dimension, Distance: cfg.Distance, MetadataKeys: cfg.MetadataKeys})
+	if err != nil {
+		return nil, err
+	}
+	return hook.DriverOf(c), nil
 }

@@ -35,7 +35,7 @@ func BenchmarkUpsert(b *testing.B) {
 				pool := testPool(b, testDSN(b))
 				name := fmt.Sprintf("bench_up_%08x", rand.Uint32())
 				b.Cleanup(func() { dropCollection(b, pool, name) })
-				c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: dim}, &Options{CopyThreshold: path.copy, Index: path.index})
+				c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: dim}, CopyThreshold: path.copy, Index: path.index})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -65,7 +65,7 @@ func BenchmarkUpsert(b *testing.B) {
 func BenchmarkQuery(b *testing.B) {
 	const n, dim = 10000, 128
 	c, name := loadRandom(b, n, dim, Options{})
-	exact, err := OpenCollection(ctx, testPool(b, testDSN(b)), name, nil, &Options{Exact: true})
+	exact, err := OpenCollection(ctx, testPool(b, testDSN(b)), name, &Options{Exact: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func benchData(b *testing.B) *vectorstore.Collection {
 	b.Helper()
 	pool := testPool(b, testDSN(b))
 	benchDataOnce.Do(func() {
-		c, err := OpenCollection(ctx, pool, benchDataName, &vectorstore.Options{Dimension: benchDim}, &Options{Timeout: -1})
+		c, err := OpenCollection(ctx, pool, benchDataName, &Options{Options: vectorstore.Options{Dimension: benchDim}, Timeout: -1})
 		if err != nil {
 			benchDataErr = err
 			return
@@ -156,7 +156,7 @@ func benchData(b *testing.B) *vectorstore.Collection {
 	if benchDataErr != nil {
 		b.Fatal(benchDataErr)
 	}
-	c, err := OpenCollection(ctx, pool, benchDataName, nil, nil)
+	c, err := OpenCollection(ctx, pool, benchDataName, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func BenchmarkTermSearch(b *testing.B) {
 // the driver's force_custom_plan.
 func BenchmarkQueryScope(b *testing.B) {
 	c := benchData(b)
-	drv := c.Driver().(*collection)
+	drv := driverOf(c)
 	f := vectorstore.Filter{Layer: "semantic", Resource: "u1", Metadata: map[string]string{"embedding": "bench-512"}}
 	for _, mode := range []struct{ name, planCache string }{{"default-plan-cache", ""}, {"force-custom-plan", "force_custom_plan"}} {
 		b.Run(mode.name+"/k=200", func(b *testing.B) {

@@ -22,7 +22,7 @@ func harness(t *testing.T, opts Options) vectortest.Harness {
 	})
 	return vectortest.Harness{
 		Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
-			d, err := OpenDriver(ctx, pool, cfg, &opts)
+			d, err := openDriver(ctx, pool, cfg, &opts)
 			if err == nil {
 				mu.Lock()
 				created[cfg.Name] = true

@@ -7,7 +7,9 @@
 //
 //	coll, err := vectorstore.Open(ctx, "postgres://app@db:5432/strata?collection=memories&dimension=384", nil)
 //
-// or over a pool you own with OpenCollection / OpenDriver. Both schemes,
+// or over a pool you own with OpenCollection. To open URLs with other
+// defaults for the driver's options, register a configured URLOpener (see
+// vectorstore.URLOpener). Both schemes,
 // postgres:// and postgresql://, are registered. URL parameters beyond the
 // common ones are listed at Options (schema, index, m, ef_construction,
 // ef_search, exact, copy_threshold, timeout); the connection parameters of
@@ -21,6 +23,12 @@
 // refused before connecting with vectorstore.ErrInvalidArgument naming it;
 // other server settings go through options=-c%20name%3Dvalue. The query is
 // decoded the Go way ('+' is a space: write %2B for a plus).
+//
+// # As
+//
+// vectorstore.Collection.As supports **pgxpool.Pool (the collection's
+// pool, still owned by the collection) and *vectorstore.EmbedderRecorder
+// (see EmbedderTable).
 //
 // # Layout: one table per collection
 //

@@ -73,7 +73,7 @@ func TestServerCrashAndRestart(t *testing.T) {
 	cfg.MaxConns = 4
 	cfg.ConnConfig.BuildContextWatcherHandler = CancelOnServer
 	pool := testPoolFromConfig(t, cfg)
-	c, err := OpenCollection(ctx, pool, "fault", &vectorstore.Options{Dimension: 8}, &Options{Timeout: 2 * time.Second})
+	c, err := OpenCollection(ctx, pool, "fault", &Options{Options: vectorstore.Options{Dimension: 8}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

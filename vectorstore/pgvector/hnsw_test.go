@@ -31,7 +31,8 @@ func loadRandom(t testing.TB, n, dim int, opts Options) (*vectorstore.Collection
 	pool := testPool(t, testDSN(t))
 	name := fmt.Sprintf("ann_%d_%08x", n, rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: dim}, &opts)
+	opts.Dimension = dim
+	c, err := OpenCollection(ctx, pool, name, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func loadRandom(t testing.TB, n, dim int, opts Options) (*vectorstore.Collection
 func TestHNSWIndexSearch(t *testing.T) {
 	const n, dim = 5000, 32
 	c, name := loadRandom(t, n, dim, Options{EfSearch: 64})
-	exact, err := OpenCollection(ctx, testPool(t, testDSN(t)), name, nil, &Options{Exact: true})
+	exact, err := OpenCollection(ctx, testPool(t, testDSN(t)), name, &Options{Exact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestHNSWIndexSearch(t *testing.T) {
 
 	// The plan of the index query names the HNSW index; the exact query's
 	// does not.
-	drv := c.Driver().(*collection)
+	drv := driverOf(c)
 	q := randUnit(rand.New(rand.NewPCG(7, 7)), dim)
 	plan := explain(t, drv, "SELECT id FROM {table} ORDER BY "+drv.distIndex+" LIMIT 10", q)
 	if !strings.Contains(plan, "Index Scan using "+tableFor(name)+"_hnsw") {
@@ -146,7 +147,7 @@ func TestSearchSettingsAreTransactionLocal(t *testing.T) {
 	pool := testPoolFromConfig(t, cfg)
 	name := fmt.Sprintf("efs_%08x", rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 3}, &Options{EfSearch: 321})
+	c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 3}, EfSearch: 321})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestIndexSearchTiesWiden(t *testing.T) {
 	pool := testPool(t, testDSN(t))
 	name := fmt.Sprintf("ties_%08x", rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,12 +204,12 @@ func TestIndexSearchTiesWiden(t *testing.T) {
 func TestIndexSearchWithoutIterativeScans(t *testing.T) {
 	const n, dim = 5000, 32
 	c, name := loadRandom(t, n, dim, Options{EfSearch: 40})
-	exact, err := OpenCollection(ctx, testPool(t, testDSN(t)), name, nil, &Options{Exact: true})
+	exact, err := OpenCollection(ctx, testPool(t, testDSN(t)), name, &Options{Exact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer exact.Close()
-	if !c.Driver().(*collection).iterative {
+	if !driverOf(c).iterative {
 		t.Fatal("the test server's pgvector (0.8) has iterative scans: the driver did not detect them")
 	}
 	// A pool whose planner takes the HNSW index whatever the filter (no
@@ -219,12 +220,12 @@ func TestIndexSearchWithoutIterativeScans(t *testing.T) {
 		_, err := conn.Exec(ctx, "SET enable_sort = off; SET enable_bitmapscan = off; SET enable_seqscan = off")
 		return err
 	}
-	c, err = OpenCollection(ctx, testPoolFromConfig(t, cfg), name, nil, &Options{EfSearch: 40})
+	c, err = OpenCollection(ctx, testPoolFromConfig(t, cfg), name, &Options{EfSearch: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	drv := c.Driver().(*collection)
+	drv := driverOf(c)
 	drv.iterative = false
 	r := rand.New(rand.NewPCG(9, 10))
 	f := vectorstore.Filter{Thread: "t3", CreatedBefore: time.Date(2025, 1, 1, 0, 30, 0, 0, time.UTC)} // 180 of 5000

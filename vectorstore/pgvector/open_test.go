@@ -23,7 +23,7 @@ func TestOpenInvalidOptions(t *testing.T) {
 		{Index: "ivfflat"}, {M: 1}, {M: 101}, {EfConstruction: 3}, {M: 40, EfConstruction: 64},
 		{EfSearch: -1}, {EfSearch: 1001}, {Schema: "bad-schema"}, {Schema: `a"b`},
 	} {
-		_, err := OpenDriver(ctx, pool, cfg, &o)
+		_, err := openDriver(ctx, pool, cfg, &o)
 		if !errors.Is(err, driver.ErrInvalidArgument) {
 			t.Errorf("options %+v: %v, want ErrInvalidArgument", o, err)
 		}
@@ -35,21 +35,21 @@ func TestOpenInvalidOptions(t *testing.T) {
 		{Name: "never_created", Dimension: 0}, // does not exist: needs a dimension
 		{Name: "never_created", Dimension: 4, Distance: "manhattan"},
 	} {
-		if _, err := OpenDriver(ctx, pool, c, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+		if _, err := openDriver(ctx, pool, c, nil); !errors.Is(err, driver.ErrInvalidArgument) {
 			t.Errorf("config %+v: %v, want ErrInvalidArgument", c, err)
 		}
 	}
-	if _, err := OpenDriver(ctx, nil, cfg, nil); !errors.Is(err, driver.ErrInvalidArgument) {
+	if _, err := openDriver(ctx, nil, cfg, nil); !errors.Is(err, driver.ErrInvalidArgument) {
 		t.Errorf("nil pool: %v", err)
 	}
 	// An explicit HNSW index beyond pgvector's 2000 dimensions is refused...
-	if _, err := OpenDriver(ctx, pool, driver.Config{Name: "never_created", Dimension: 2001}, &Options{Index: IndexHNSW}); !errors.Is(err, driver.ErrInvalidArgument) {
+	if _, err := openDriver(ctx, pool, driver.Config{Name: "never_created", Dimension: 2001}, &Options{Index: IndexHNSW}); !errors.Is(err, driver.ErrInvalidArgument) {
 		t.Errorf("hnsw at 2001 dimensions: %v", err)
 	}
 	// ...and the default falls back to no index.
 	name := fmt.Sprintf("wide_%08x", rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 3000}, nil)
+	c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 3000}})
 	if err != nil {
 		t.Fatalf("3000 dimensions without index: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestCollectionNames(t *testing.T) {
 			t.Fatalf("names %q and %q share table %q", name, other, tb)
 		}
 		tables[tb] = name
-		c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+		c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 2}})
 		if err != nil {
 			t.Fatalf("open %q: %v", name, err)
 		}
@@ -108,7 +108,7 @@ func TestCollectionNames(t *testing.T) {
 		if !listed[name] {
 			t.Errorf("ListCollections misses %q", name)
 		}
-		c, err := OpenCollection(ctx, pool, name, nil, nil)
+		c, err := OpenCollection(ctx, pool, name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestSchemaOption(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, &Options{Schema: schema})
+	c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 2}, Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestDroppedTable(t *testing.T) {
 	pool := testPool(t, testDSN(t))
 	name := fmt.Sprintf("dropped_%08x", rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestDroppedTable(t *testing.T) {
 	if _, err := c.Count(ctx, vectorstore.Filter{}); err == nil || !strings.Contains(err.Error(), "dropped outside strata") {
 		t.Fatalf("count on the dropped table: %v, want an error saying the table is missing", err)
 	}
-	c2, err := OpenCollection(ctx, pool, name, nil, nil)
+	c2, err := OpenCollection(ctx, pool, name, nil)
 	if err != nil {
 		t.Fatalf("reopen after the table was dropped: %v", err)
 	}
@@ -228,7 +228,7 @@ func TestRevisionMigration(t *testing.T) {
 	pool := testPool(t, testDSN(t))
 	name := fmt.Sprintf("premig_%08x", rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, &Options{Index: IndexNone})
+	c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 2}, Index: IndexNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestRevisionMigration(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version >= 2", "vectorstore/pgvector:"+tableFor(name)); err != nil {
 		t.Fatal(err)
 	}
-	c, err = OpenCollection(ctx, pool, name, nil, nil)
+	c, err = OpenCollection(ctx, pool, name, nil)
 	if err != nil {
 		t.Fatalf("open of a version 1 table: %v", err)
 	}
@@ -283,7 +283,7 @@ func TestConcurrentCreate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := OpenDriver(ctx, pool, driver.Config{Name: name, Dimension: 5}, nil)
+			d, err := openDriver(ctx, pool, driver.Config{Name: name, Dimension: 5}, nil)
 			if err == nil {
 				err = d.Close()
 			}
@@ -308,7 +308,7 @@ func TestSchemaFromTheFuture(t *testing.T) {
 	pool := testPool(t, testDSN(t))
 	name := fmt.Sprintf("future_%08x", rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	d, err := OpenDriver(ctx, pool, driver.Config{Name: name, Dimension: 2}, nil)
+	d, err := openDriver(ctx, pool, driver.Config{Name: name, Dimension: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestSchemaFromTheFuture(t *testing.T) {
 	if _, err := pool.Exec(ctx, "INSERT INTO strata_schema_migrations (component, version, name) VALUES ($1, 99, 'future')", "vectorstore/pgvector:"+tableFor(name)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenDriver(ctx, pool, driver.Config{Name: name}, nil)
+	_, err = openDriver(ctx, pool, driver.Config{Name: name}, nil)
 	if !errors.Is(err, driver.ErrConfigMismatch) || !strings.Contains(err.Error(), "version 99") {
 		t.Fatalf("open over a newer schema: %v, want ErrConfigMismatch naming version 99", err)
 	}
@@ -412,7 +412,7 @@ func TestCreatesExtension(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := OpenCollection(ctx, pool, "memories", &vectorstore.Options{Dimension: 2}, nil)
+			c, err := OpenCollection(ctx, pool, "memories", &Options{Options: vectorstore.Options{Dimension: 2}})
 			if err == nil {
 				err = c.Upsert(ctx, vectorstore.Record{ID: fmt.Sprint("r", i), Vector: []float32{1, float32(i)}})
 				c.Close()
@@ -442,7 +442,7 @@ func TestLongestSimpleName(t *testing.T) {
 	}
 	t.Cleanup(func() { dropCollection(t, pool, name) })
 	for round := 0; round < 2; round++ {
-		c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, nil)
+		c, err := OpenCollection(ctx, pool, name, &Options{Options: vectorstore.Options{Dimension: 2}})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}

@@ -47,11 +47,17 @@ const (
 	maxEfSearch  = 1000
 )
 
-// Options are the pgvector-specific options. The zero value is useful: the
-// connection's current schema, an HNSW index (m 16, ef_construction 64) for
+// Options configure a pgvector collection: the portable options
+// (vectorstore.Options, embedded) and the driver's own. The zero value is
+// useful: dimension and distance as stored, the connection's current schema, an HNSW index (m 16, ef_construction 64) for
 // collections of at most 2000 dimensions, ef_search 160 (DefaultEfSearch),
 // COPY from 1000 records up, 30 s per call.
 type Options struct {
+	// Options are the portable options: dimension, distance, metadata
+	// keys, clock. The URL opener does not read them (vectorstore.Open
+	// takes them from the URL and its own opts argument).
+	vectorstore.Options
+
 	// Schema holds the catalog and collection tables; "" means the
 	// connection's current schema (the first of search_path, usually public).
 	Schema string
@@ -91,17 +97,17 @@ type Options struct {
 }
 
 // OpenCollection opens, creating if needed, the collection name over pool
-// and wraps it in the portable type.
-func OpenCollection(ctx context.Context, pool *pgxpool.Pool, name string, opts *vectorstore.Options, popts *Options) (*vectorstore.Collection, error) {
-	var o vectorstore.Options
+// and wraps it in the portable type. opts may be nil.
+func OpenCollection(ctx context.Context, pool *pgxpool.Pool, name string, opts *Options) (*vectorstore.Collection, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	d, err := OpenDriver(ctx, pool, driver.Config{Name: name, Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys}, popts)
+	d, err := openDriver(ctx, pool, vectorstore.DriverConfig(name, &o.Options), &o)
 	if err != nil {
 		return nil, err
 	}
-	c, err := vectorstore.NewCollection(d, &o)
+	c, err := vectorstore.NewCollection(d, &o.Options)
 	if err != nil {
 		_ = d.Close()
 		return nil, err
@@ -112,7 +118,7 @@ func OpenCollection(ctx context.Context, pool *pgxpool.Pool, name string, opts *
 // CancelOnServer makes a connection whose context ends send PostgreSQL a
 // cancel request, so the statement stops on the server too; pgx's default
 // only closes the socket and lets the server finish the statement. Open by
-// URL sets it; set it on pools passed to OpenDriver:
+// URL sets it; set it on pools passed to OpenCollection:
 //
 //	cfg.ConnConfig.BuildContextWatcherHandler = pgvector.CancelOnServer
 func CancelOnServer(c *pgconn.PgConn) ctxwatch.Handler {
@@ -145,13 +151,13 @@ type collection struct {
 	qEmpty, qDropHNSW, qCreateHNSW, qAnalyze string
 }
 
-// OpenDriver opens the driver-level collection cfg.Name over pool. It makes
+// openDriver opens the driver-level collection cfg.Name over pool. It makes
 // sure the vector extension exists (creating it needs the CREATE privilege
 // on the database), migrates the catalog, then creates the collection's
 // table and indexes or checks dimension and distance against the catalog.
 // All of it runs in one transaction under the strata migration lock, so
 // concurrent opens of a new collection create it once.
-func OpenDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popts *Options) (driver.Collection, error) {
+func openDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popts *Options) (driver.Collection, error) {
 	const op = "open"
 	bad := func(field, format string, args ...any) error {
 		return driver.Errorf(driver.CodeInvalidArgument, op, field, format, args...)

@@ -27,7 +27,7 @@ func BenchmarkScaleSearchTerms(b *testing.B) {
 	}
 	ctx := context.Background()
 	pool := testPool(b, testDSN(b))
-	d, err := OpenDriver(ctx, pool, driver.Config{Name: name}, nil)
+	d, err := openDriver(ctx, pool, driver.Config{Name: name}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -131,7 +131,12 @@ func openTermColl(t *testing.T, pool *pgxpool.Pool, prefix string, opts *Options
 	t.Helper()
 	name := fmt.Sprintf("%s_%08x", prefix, rand.Uint32())
 	t.Cleanup(func() { dropCollection(t, pool, name) })
-	c, err := OpenCollection(ctx, pool, name, &vectorstore.Options{Dimension: 2}, opts)
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Dimension = 2
+	c, err := OpenCollection(ctx, pool, name, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +336,7 @@ func checkTermIndex(t *testing.T, c *vectorstore.Collection) {
 // zeros: the sweep skips rows that concurrent writers hold.
 func checkTermIndexZeros(t *testing.T, c *vectorstore.Collection, zeros bool) {
 	t.Helper()
-	drv := c.Driver().(*collection)
+	drv := driverOf(c)
 	var recs []vectorstore.Record
 	for rec, err := range c.All(ctx, vectorstore.ListOptions{Limit: 1000}) {
 		if err != nil {
@@ -659,7 +664,7 @@ func TestTermIndexMigration(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version >= 3", "vectorstore/pgvector:"+table); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenCollection(ctx, pool, name, nil, nil)
+	c, err := OpenCollection(ctx, pool, name, nil)
 	if err != nil {
 		t.Fatalf("open of a version 2 collection: %v", err)
 	}
@@ -715,7 +720,7 @@ func TestTermSketchMigration(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DELETE FROM strata_schema_migrations WHERE component = $1 AND version >= 4", "vectorstore/pgvector:"+table); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenCollection(ctx, pool, name, nil, nil)
+	c, err := OpenCollection(ctx, pool, name, nil)
 	if err != nil {
 		t.Fatalf("open of a version 3 collection: %v", err)
 	}
@@ -747,7 +752,7 @@ func TestTermTablesDropped(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{table + "_tstats"}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := OpenCollection(ctx, pool, name, nil, nil)
+	c2, err := OpenCollection(ctx, pool, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -758,7 +763,7 @@ func TestTermTablesDropped(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DROP TABLE "+pgx.Identifier{table}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	c3, err := OpenCollection(ctx, pool, name, nil, nil)
+	c3, err := OpenCollection(ctx, pool, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,7 +788,7 @@ func TestSearchTermsPlan(t *testing.T) {
 	if _, err := pool.Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{table + "_terms"}.Sanitize()+", "+pgx.Identifier{table}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	drv := c.Driver().(*collection)
+	drv := driverOf(c)
 	q := driver.TermQuery{Terms: map[string]float64{"w001": 1, "w040": 1, "w150": 1}, K: 10, K1: 1.2, B: 0.75,
 		Filter: driver.Filter{Layer: "semantic", Resource: "u1"}}
 	qs := []qterm{{term: "w001", wi: 0.1, ub: 0.3, maxtf: 2, df: 900}, {term: "w040", wi: 2, ub: 5, maxtf: 1, df: 40}, {term: "w150", wi: 3, ub: 9, maxtf: 1, df: 5}}

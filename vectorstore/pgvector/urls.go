@@ -25,8 +25,26 @@ const (
 )
 
 func init() {
-	vectorstore.Register(Scheme, openURL)
-	vectorstore.Register(SchemeAlt, openURL)
+	vectorstore.RegisterURLOpener(Scheme, &URLOpener{})
+	vectorstore.RegisterURLOpener(SchemeAlt, &URLOpener{})
+}
+
+// URLOpener opens postgres:// and postgresql:// URLs; its zero value is
+// registered for both schemes. Options are the defaults of the driver's
+// options (schema, index, ...): a URL parameter overrides its field. The
+// embedded vectorstore.Options are not read (vectorstore.Open takes those
+// from the URL and its opts argument), and the opener always closes the
+// pool it creates. Register a configured opener under a scheme of your own
+// or in a vectorstore.URLMux:
+//
+//	vectorstore.RegisterURLOpener("pgmemory", &pgvector.URLOpener{Options: pgvector.Options{Schema: "memory"}})
+type URLOpener struct {
+	Options Options
+}
+
+// OpenCollectionURL implements vectorstore.URLOpener; see openURL.
+func (o *URLOpener) OpenCollectionURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+	return openURL(ctx, u, cfg, o.Options)
 }
 
 // driverParams are the URL parameters this driver reads (and removes before
@@ -140,12 +158,15 @@ var pgxParams = map[string]check{
 func PgxParams() []string { return slices.Sorted(maps.Keys(pgxParams)) }
 
 // parseURL splits the query of u into the driver's Options and the
-// connection string for pgx, validating every parameter locally.
-func parseURL(u *url.URL) (Options, string, error) {
+// connection string for pgx, validating every parameter locally. The
+// driver's options start from base.
+func parseURL(u *url.URL, base Options) (Options, string, error) {
 	bad := func(field, format string, args ...any) error {
 		return driver.Errorf(driver.CodeInvalidArgument, "open", field, format, args...)
 	}
-	o := Options{ClosePool: true}
+	o := base
+	o.Options = vectorstore.Options{}
+	o.ClosePool = true
 	q, err := vectorstore.Params(u)
 	if err != nil {
 		return o, "", err
@@ -243,8 +264,8 @@ func libpqQuery(q url.Values) string {
 // (a Go duration); see Options. The connection parameters of PgxParams
 // (sslmode, application_name, pool_max_conns, ...) go to pgx, after a local
 // check of their value. Any other parameter is refused before connecting.
-func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
-	o, conn, err := parseURL(u)
+func openURL(ctx context.Context, u *url.URL, cfg driver.Config, base Options) (driver.Collection, error) {
+	o, conn, err := parseURL(u, base)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +287,7 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 	if err != nil {
 		return nil, err
 	}
-	d, err := OpenDriver(ctx, pool, cfg, &o)
+	d, err := openDriver(ctx, pool, cfg, &o)
 	if err != nil {
 		pool.Close()
 		return nil, err

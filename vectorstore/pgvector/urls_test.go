@@ -73,7 +73,7 @@ func TestURLPassesConnectionParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, conn, err := parseURL(u)
+	o, conn, err := parseURL(u, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +105,22 @@ func TestURLPassesConnectionParameters(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(PgxParams(), ","), "pool_max_conns") {
 		t.Fatal("PgxParams misses pool_max_conns")
+	}
+}
+
+// TestURLOpenerDefaults: a configured URLOpener's options are the
+// defaults a URL parameter overrides; the portable part is not read.
+func TestURLOpenerDefaults(t *testing.T) {
+	u, err := url.Parse("postgres://db/strata?exact=false&ef_search=90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Options{Options: vectorstore.Options{Dimension: 9}, Schema: "mem", Exact: true, EfSearch: 10, Index: IndexNone}
+	o, _, err := parseURL(u, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Schema != "mem" || o.Index != IndexNone || o.Exact || o.EfSearch != 90 || !o.ClosePool || o.Dimension != 0 {
+		t.Fatalf("Options %+v", o)
 	}
 }

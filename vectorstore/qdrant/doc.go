@@ -9,7 +9,13 @@
 // pool=N, timeout=10s. Any other parameter, a malformed query or a bad
 // value is refused before connecting (vectorstore.ErrInvalidArgument, Field
 // naming the parameter). OpenCollection takes an existing *qdrant.Client
-// instead.
+// instead, with one Options (the portable vectorstore.Options embedded).
+// To open URLs with other defaults for the driver's options, register a
+// configured URLOpener (see vectorstore.URLOpener).
+//
+// vectorstore.Collection.As supports **qdrant.Client of
+// github.com/qdrant/go-client (the collection's client, still owned by the
+// collection) and *vectorstore.EmbedderRecorder (see MetaEmbedder).
 //
 // # Mapping
 //

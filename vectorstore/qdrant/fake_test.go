@@ -71,6 +71,7 @@ type fakeColl struct {
 	schema  map[string]qc.FieldType
 	points  map[string]*fakePoint // by UUID
 	created time.Time
+	meta    map[string]*qc.Value // collection metadata
 }
 
 type fakePoint struct {
@@ -158,7 +159,7 @@ func (f collectionsServer) Create(_ context.Context, r *qc.CreateCollection) (*q
 		return nil, status.Error(codes.InvalidArgument, "bad vectors config")
 	}
 	f.colls[r.GetCollectionName()] = &fakeColl{size: int(p.GetSize()), dist: p.GetDistance(),
-		schema: map[string]qc.FieldType{}, points: map[string]*fakePoint{}, created: time.Now()}
+		schema: map[string]qc.FieldType{}, points: map[string]*fakePoint{}, created: time.Now(), meta: r.GetMetadata()}
 	return &qc.CollectionOperationResponse{Result: true}, nil
 }
 
@@ -185,8 +186,26 @@ func (f collectionsServer) Get(_ context.Context, r *qc.GetCollectionInfoRequest
 	return &qc.GetCollectionInfoResponse{Result: &qc.CollectionInfo{
 		Status: qc.CollectionStatus_Green, PointsCount: &n, PayloadSchema: schema,
 		Config: &qc.CollectionConfig{Params: &qc.CollectionParams{ShardNumber: 1,
-			VectorsConfig: qc.NewVectorsConfig(&qc.VectorParams{Size: uint64(c.size), Distance: c.dist})}},
+			VectorsConfig: qc.NewVectorsConfig(&qc.VectorParams{Size: uint64(c.size), Distance: c.dist})}, Metadata: c.meta},
 	}}, nil
+}
+
+// Update merges the request's metadata into the collection's, as Qdrant
+// 1.16 does; the fake keeps no other parameter.
+func (f collectionsServer) Update(_ context.Context, r *qc.UpdateCollection) (*qc.CollectionOperationResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.coll(r.GetCollectionName())
+	if err != nil {
+		return nil, err
+	}
+	if c.meta == nil {
+		c.meta = map[string]*qc.Value{}
+	}
+	for k, v := range r.GetMetadata() {
+		c.meta[k] = v
+	}
+	return &qc.CollectionOperationResponse{Result: true}, nil
 }
 
 func (f collectionsServer) List(context.Context, *qc.ListCollectionsRequest) (*qc.ListCollectionsResponse, error) {

@@ -49,7 +49,7 @@ func TestProtocolSuite(t *testing.T) {
 	cl := newClient(t, addr, "")
 	vectortest.Run(t, vectortest.Harness{
 		Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
-			return OpenDriver(ctx, cl, cfg, &Options{Exact: true})
+			return openDriver(ctx, cl, cfg, &Options{Exact: true})
 		},
 	})
 }
@@ -58,7 +58,7 @@ func TestProtocolPayloadLayoutAndIndexes(t *testing.T) {
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "layout", &vectorstore.Options{Dimension: 3, MetadataKeys: []string{"lang"}}, nil)
+	c, err := OpenCollection(ctx, cl, "layout", &Options{Options: vectorstore.Options{Dimension: 3, MetadataKeys: []string{"lang"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +135,13 @@ func TestProtocolReopenCreatesMissingIndexes(t *testing.T) {
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "idx", &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, cl, "idx", &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
 	before := f.calls["/qdrant.Points/CreateFieldIndex"]
-	c, err = OpenCollection(ctx, cl, "idx", &vectorstore.Options{MetadataKeys: []string{"source"}}, nil)
+	c, err = OpenCollection(ctx, cl, "idx", &Options{Options: vectorstore.Options{MetadataKeys: []string{"source"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestProtocolForeignPointIsCorrupt(t *testing.T) {
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "foreign", &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, cl, "foreign", &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestConformance(t *testing.T) {
 	vectortest.Run(t, vectortest.Harness{
 		Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
 			made = append(made, cfg.Name)
-			return OpenDriver(ctx, cl, cfg, &Options{Exact: true})
+			return openDriver(ctx, cl, cfg, &Options{Exact: true})
 		},
 	})
 }
@@ -280,7 +280,7 @@ func TestProtocolDeleteWhereRace(t *testing.T) {
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "race", &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, cl, "race", &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestProtocolTimeout(t *testing.T) {
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "slow", &vectorstore.Options{Dimension: 2}, &Options{Timeout: 200 * time.Millisecond})
+	c, err := OpenCollection(ctx, cl, "slow", &Options{Options: vectorstore.Options{Dimension: 2}, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,8 +369,8 @@ func TestProtocolTimeout(t *testing.T) {
 		t.Fatalf("Count with a cancelled context: %v, want context.Canceled", err)
 	}
 	// Opening is bounded too.
-	if _, err := OpenDriver(ctx, cl, driver.Config{Name: "slow"}, &Options{Timeout: 100 * time.Millisecond}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("OpenDriver against a hung server: %v, want context.DeadlineExceeded", err)
+	if _, err := openDriver(ctx, cl, driver.Config{Name: "slow"}, &Options{Timeout: 100 * time.Millisecond}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("openDriver against a hung server: %v, want context.DeadlineExceeded", err)
 	}
 	// The URL parameter.
 	for _, v := range []string{"0s", "-1s", "soon"} {
@@ -403,7 +403,7 @@ func openCAS(t *testing.T) (*fakeQdrant, *vectorstore.Collection) {
 	t.Helper()
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
-	c, err := OpenCollection(context.Background(), cl, "cas", &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(context.Background(), cl, "cas", &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +575,7 @@ func TestProtocolLegacyPointRevision(t *testing.T) {
 	_ = f
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "legacy", &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, cl, "legacy", &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,7 +642,7 @@ func TestProtocolTermsPayload(t *testing.T) {
 	f, addr := startFake(t)
 	cl := newClient(t, addr, "")
 	ctx := context.Background()
-	c, err := OpenCollection(ctx, cl, "terms", &vectorstore.Options{Dimension: 2}, nil)
+	c, err := OpenCollection(ctx, cl, "terms", &Options{Options: vectorstore.Options{Dimension: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

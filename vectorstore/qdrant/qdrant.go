@@ -81,8 +81,15 @@ const upsertChunk = 256
 // DefaultTimeout is the default of Options.Timeout.
 const DefaultTimeout = 30 * time.Second
 
-// Options are the Qdrant-specific options. The zero value is useful.
+// Options configure a Qdrant collection: the portable options
+// (vectorstore.Options, embedded) and the driver's own. The zero value is
+// useful.
 type Options struct {
+	// Options are the portable options: dimension, distance, metadata
+	// keys, clock. The URL opener does not read them (vectorstore.Open
+	// takes them from the URL and its own opts argument).
+	vectorstore.Options
+
 	// Exact makes every query an exact (brute force) search instead of an
 	// HNSW search. Qdrant searches small collections exactly anyway; set it
 	// when exact top-k matters more than latency on large ones.
@@ -90,7 +97,7 @@ type Options struct {
 	// CloseClient makes Close also close the client (set when the driver
 	// created the client itself, as Open by URL does).
 	CloseClient bool
-	// Timeout bounds each driver call (OpenDriver included) whose context
+	// Timeout bounds each driver call (the open included) whose context
 	// has no deadline, so a hung server cannot block a caller forever; a
 	// call that hits it fails with an error matching
 	// context.DeadlineExceeded. 0 means DefaultTimeout (30 s), negative
@@ -99,17 +106,17 @@ type Options struct {
 }
 
 // OpenCollection opens, creating if needed, the Qdrant collection name
-// through client and wraps it in the portable type.
-func OpenCollection(ctx context.Context, client *qc.Client, name string, opts *vectorstore.Options, qopts *Options) (*vectorstore.Collection, error) {
-	var o vectorstore.Options
+// through client and wraps it in the portable type. opts may be nil.
+func OpenCollection(ctx context.Context, client *qc.Client, name string, opts *Options) (*vectorstore.Collection, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	d, err := OpenDriver(ctx, client, driver.Config{Name: name, Dimension: o.Dimension, Distance: o.Distance, MetadataKeys: o.MetadataKeys}, qopts)
+	d, err := openDriver(ctx, client, vectorstore.DriverConfig(name, &o.Options), &o)
 	if err != nil {
 		return nil, err
 	}
-	c, err := vectorstore.NewCollection(d, &o)
+	c, err := vectorstore.NewCollection(d, &o.Options)
 	if err != nil {
 		_ = d.Close()
 		return nil, err
@@ -185,13 +192,13 @@ var toQdrant = map[driver.Distance]qc.Distance{
 	driver.DistanceEuclidean: qc.Distance_Euclid,
 }
 
-// OpenDriver opens the driver-level collection cfg.Name: it creates the
+// openDriver opens the driver-level collection cfg.Name: it creates the
 // collection (one unnamed dense vector of cfg.Dimension with cfg.Distance)
 // if it does not exist, checks dimension and distance if it does, and
 // creates the payload indexes the filters use (keyword: layer, kind, thread,
 // resource and metadata.<k> for cfg.MetadataKeys; datetime: created_at,
 // valid_from, valid_to).
-func OpenDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts *Options) (driver.Collection, error) {
+func openDriver(ctx context.Context, client *qc.Client, cfg driver.Config, qopts *Options) (driver.Collection, error) {
 	const op = "open"
 	if client == nil {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, op, "client", "nil qdrant client")

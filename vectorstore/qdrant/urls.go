@@ -22,14 +22,31 @@ const Scheme = "qdrant"
 // not appear in URLs (which end up in logs and shell history).
 const APIKeyEnv = "QDRANT_API_KEY"
 
-func init() { vectorstore.Register(Scheme, openURL) }
+func init() { vectorstore.RegisterURLOpener(Scheme, &URLOpener{}) }
+
+// URLOpener opens qdrant:// URLs; its zero value is registered for Scheme.
+// Options are the defaults of the driver's options (exact, timeout): a URL
+// parameter overrides its field. The embedded vectorstore.Options are not
+// read (vectorstore.Open takes those from the URL and its opts argument),
+// and the opener always closes the client it creates. Register a
+// configured opener under a scheme of your own or in a vectorstore.URLMux:
+//
+//	vectorstore.RegisterURLOpener("qdrant-exact", &qdrant.URLOpener{Options: qdrant.Options{Exact: true}})
+type URLOpener struct {
+	Options Options
+}
+
+// OpenCollectionURL implements vectorstore.URLOpener; see openURL.
+func (o *URLOpener) OpenCollectionURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+	return openURL(ctx, u, cfg, o.Options)
+}
 
 // openURL opens "qdrant://host:6334?collection=memories". Parameters beyond
 // the common ones: api_key (else $QDRANT_API_KEY), tls=true, exact=true
 // (exact search, see Options.Exact), pool (gRPC connections, default 1),
 // timeout (per call, see Options.Timeout, e.g. 10s). Any other parameter
 // is refused, named in Field, before a client is created.
-func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collection, error) {
+func openURL(ctx context.Context, u *url.URL, cfg driver.Config, base Options) (driver.Collection, error) {
 	bad := func(field, format string, args ...any) error {
 		return driver.Errorf(driver.CodeInvalidArgument, "open", field, format, args...)
 	}
@@ -51,7 +68,8 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 	if err != nil {
 		return nil, err
 	}
-	var o Options
+	o := base
+	o.Options = vectorstore.Options{}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		v := q.Get(k)
 		var err error
@@ -89,7 +107,7 @@ func openURL(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Collect
 		return nil, err
 	}
 	o.CloseClient = true
-	d, err := OpenDriver(ctx, client, cfg, &o)
+	d, err := openDriver(ctx, client, cfg, &o)
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -7,7 +7,7 @@
 //		dir := t.TempDir()
 //		vectortest.Run(t, vectortest.Harness{
 //			Open: func(ctx context.Context, t *testing.T, cfg driver.Config) (driver.Collection, error) {
-//				return chromem.OpenDriver(ctx, dir, cfg)
+//				return openDriver(ctx, dir, cfg) // the driver package's own, unexported
 //			},
 //		})
 //	}
