@@ -10,7 +10,12 @@
 // The embedder is the offline default model (embed/uselite) unless
 // Options.Embedder says otherwise; the records remember which one wrote
 // them, and reopening with another fails clearly instead of mixing vectors
-// (memctl reindex moves a store to another embedder).
+// (memctl reindex moves a store to another embedder): Open returns
+// *EmbedderMismatchError, which names both.
+//
+// Open is the directory case of environment.Open, which opens a server
+// environment (postgres://, qdrant://) the same way and, given no
+// embedder, uses the one strata.json records.
 //
 // Open holds a directory-wide lock from reading strata.json until the
 // records collection (which keeps its own lock while open) is open, so two
@@ -28,13 +33,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stratamem/strata/internal/lockfile"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/uselite"
+	"github.com/stratamem/strata/internal/fsutil"
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/storage/filestore"
 	"github.com/stratamem/strata/vectorstore"
@@ -67,8 +72,30 @@ type Meta struct {
 }
 
 // ErrEmbedderMismatch is returned when the store was embedded with another
-// model than the one given.
+// model than the one given. *EmbedderMismatchError wraps it.
 var ErrEmbedderMismatch = errors.New("embedded: store was embedded with another model")
+
+// EmbedderMismatchError is the error of opening a store whose records were
+// embedded with another model (or dimension) than the one given: vectors
+// of two models are not comparable, so a search would rank noise. It names
+// both. errors.Is(err, ErrEmbedderMismatch) matches it. The environment
+// package returns it for every backend.
+type EmbedderMismatchError struct {
+	// Store is the directory, or the URL with its credentials redacted,
+	// and the collection.
+	Store string
+	// Recorded is the embedder recorded with the store; Given the one it
+	// was opened with.
+	Recorded, Given Meta
+}
+
+func (e *EmbedderMismatchError) Error() string {
+	return fmt.Sprintf("%v: %s has %s (%d-d), opened with %s (%d-d); run memctl reindex",
+		ErrEmbedderMismatch, e.Store, e.Recorded.Embedder, e.Recorded.Dimension, e.Given.Embedder, e.Given.Dimension)
+}
+
+// Unwrap lets errors.Is(err, ErrEmbedderMismatch) match.
+func (e *EmbedderMismatchError) Unwrap() error { return ErrEmbedderMismatch }
 
 // Open opens (creating if needed) the environment under dir.
 func Open(ctx context.Context, dir string, opts Options) (*Env, error) {
@@ -105,8 +132,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Env, error) {
 	case err != nil:
 		return nil, err
 	case meta != want:
-		return nil, fmt.Errorf("%w: %s has %s (%d-d), opened with %s (%d-d); run memctl reindex",
-			ErrEmbedderMismatch, dir, meta.Embedder, meta.Dimension, emb.Model(), emb.Dimension())
+		return nil, &EmbedderMismatchError{Store: dir, Recorded: meta, Given: want}
 	}
 	col, err := chromem.OpenCollection(ctx, filepath.Join(dir, "records"), Collection, &vectorstore.Options{Dimension: meta.Dimension})
 	if err != nil {
@@ -150,15 +176,14 @@ const metaName = "strata.json"
 // temporary file, synced, renamed into place, and the directory synced.
 // A crash leaves the old content or the new, never a torn file.
 func WriteMeta(dir string, m Meta) error {
-	tmp, err := writeTemp(dir, m)
+	raw, err := encodeMeta(m)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, metaName)); err != nil {
-		_ = os.Remove(tmp)
+	if err := fsutil.WriteFile(filepath.Join(dir, metaName), raw, fsutil.Options{}); err != nil {
 		return fmt.Errorf("embedded: %w", err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // createMeta writes <dir>/strata.json only if it does not exist yet (an
@@ -167,9 +192,16 @@ func WriteMeta(dir string, m Meta) error {
 // name is taken. Where hard links are not supported it falls back to an
 // O_EXCL create.
 func createMeta(dir string, m Meta) error {
-	tmp, err := writeTemp(dir, m)
+	raw, err := encodeMeta(m)
 	if err != nil {
 		return err
+	}
+	tmp, err := fsutil.WriteTemp(dir, metaName, func(f *os.File) error {
+		_, err := f.Write(raw)
+		return err
+	}, fsutil.Options{})
+	if err != nil {
+		return fmt.Errorf("embedded: %w", err)
 	}
 	defer os.Remove(tmp)
 	final := filepath.Join(dir, metaName)
@@ -184,7 +216,6 @@ func createMeta(dir string, m Meta) error {
 	if err != nil {
 		return fmt.Errorf("embedded: %w", err)
 	}
-	raw, _ := encodeMeta(m)
 	if _, err := f.Write(raw); err != nil {
 		f.Close()
 		_ = os.Remove(final)
@@ -205,35 +236,10 @@ func encodeMeta(m Meta) ([]byte, error) {
 	return append(raw, '\n'), nil
 }
 
-// writeTemp writes m to a uniquely named, synced temporary file in dir
-// and returns its path: concurrent writers never share one.
-func writeTemp(dir string, m Meta) (string, error) {
-	raw, err := encodeMeta(m)
-	if err != nil {
-		return "", err
-	}
-	f, err := os.CreateTemp(dir, ".strata.json.*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("embedded: %w", err)
-	}
-	_, werr := f.Write(raw)
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		_ = os.Remove(f.Name())
-		return "", fmt.Errorf("embedded: write %s: %w", f.Name(), err)
-	}
-	return f.Name(), nil
-}
-
-// syncDir makes a rename or link in dir durable. Platforms that cannot
-// sync a directory (Windows) report an error that is ignored.
+// syncDir makes a link in dir durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		return fmt.Errorf("embedded: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, errors.ErrUnsupported) {
-		return fmt.Errorf("embedded: sync %s: %w", dir, err)
 	}
 	return nil
 }
@@ -242,34 +248,32 @@ func syncDir(dir string) error {
 const lockName = "strata.lock"
 
 // lockDir takes the directory-wide lock, waiting (with ctx) while another
-// Open holds it, and returns its release.
+// Open holds it, records this process as its holder, and returns its
+// release. Where flock is unavailable it is a no-op: two processes opening
+// one directory at once are then told apart only by the exclusive creation
+// of strata.json (and the records collection's own lock, where it has one).
 func lockDir(ctx context.Context, dir string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open lock: %w", err)
 	}
-	wait := time.Millisecond
-	for {
-		ok, err := tryLock(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("embedded: lock %s: %w", f.Name(), err)
-		}
-		if ok {
-			// Closing the file releases the flock.
-			return func() { f.Close() }, nil
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			pid := lockfile.Holder(f)
-			f.Close()
-			// Another Open of dir holds the lock (it does only while
-			// opening): name it, and say what to do.
-			return nil, &chromem.LockedError{What: "store", Path: dir, PID: pid, Err: fmt.Errorf("gave up waiting for %s: %w", lockName, ctx.Err())}
-		case <-t.C:
-		}
-		wait = min(2*wait, 50*time.Millisecond)
+	// Closing the file releases the flock.
+	release := func() { f.Close() }
+	err = fsutil.LockWait(ctx, f, time.Millisecond, 50*time.Millisecond)
+	switch {
+	case err == nil:
+		fsutil.WriteHolder(f)
+		return release, nil
+	case errors.Is(err, errors.ErrUnsupported):
+		return release, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		pid := fsutil.Holder(f)
+		f.Close()
+		// Another Open of dir holds the lock (it does only while
+		// opening): name it, and say what to do.
+		return nil, &chromem.LockedError{What: "store", Path: dir, PID: pid, Err: fmt.Errorf("gave up waiting for %s: %w", lockName, err)}
+	default:
+		f.Close()
+		return nil, fmt.Errorf("embedded: lock %s: %w", f.Name(), err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stratamem/strata/agent"
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/entity"
 	"github.com/stratamem/strata/memory/episodic"
 	"github.com/stratamem/strata/memory/semantic"
@@ -25,13 +26,13 @@ func Example_memory() {
 	}
 	defer env.Close()
 
-	ents, _ := entity.New(env.Memory, entity.Options{Scope: core.ScopeResource})       // people, organisations, places
-	eps, _ := episodic.New(env.Memory, episodic.Options{})                             // a summary of every past run
-	facts, _ := temporal.New(env.Memory, temporal.Options{Scope: core.ScopeResource})  // dated facts with validity
-	recall, _ := semantic.New(env.Memory, semantic.Options{Scope: core.ScopeResource}) // all of the user's past messages (default: this thread's)
+	ents, _ := entity.New(env.Memory, entity.Options{Common: memory.Common{Scope: core.ScopeResource}})       // people, organisations, places
+	eps, _ := episodic.New(env.Memory, episodic.Options{})                                                    // a summary of every past run
+	facts, _ := temporal.New(env.Memory, temporal.Options{Common: memory.Common{Scope: core.ScopeResource}})  // dated facts with validity
+	recall, _ := semantic.New(env.Memory, semantic.Options{Common: memory.Common{Scope: core.ScopeResource}}) // all of the user's past messages (default: this thread's)
 
 	rt, _ := core.NewRuntime(core.Config{
-		Layers: []core.AnyLayer{ents, eps, facts.Layer(), recall.Layer()},
+		Layers: []core.AnyLayer{ents, eps, facts, recall},
 		Store:  env.State, // thread/resource/global state survives restarts (nil: in memory, lost on exit)
 		System: []core.Item{core.SystemMessage("You are a personal assistant.")},
 	})

@@ -3,22 +3,19 @@
 package embedded_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/internal/fsutil"
+	"github.com/stratamem/strata/internal/fsutil/fsutiltest"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/chromem"
 )
@@ -26,8 +23,8 @@ import (
 const holderDirEnv = "STRATA_EMBEDDED_LOCK_DIR"
 
 // TestHolderChild is the holder process of TestStoreOpenInAnotherProcess;
-// it does nothing unless started by it. It opens the store, says "ready",
-// and keeps it open until its stdin is closed.
+// it does nothing unless started by it. It opens the store and keeps it
+// open until the parent releases it.
 func TestHolderChild(t *testing.T) {
 	dir := os.Getenv(holderDirEnv)
 	if dir == "" {
@@ -35,11 +32,9 @@ func TestHolderChild(t *testing.T) {
 	}
 	env, err := embedded.Open(context.Background(), dir, embedded.Options{Embedder: hashing.New(64)})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(3)
+		fsutiltest.Fail(err)
 	}
-	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	fsutiltest.Hold()
 	env.Close()
 }
 
@@ -47,43 +42,18 @@ func TestHolderChild(t *testing.T) {
 // the error names the store, the holder's pid and what to do; it is
 // ErrLocked, not an invalid argument.
 func TestStoreOpenInAnotherProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a process")
-	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHolderChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), holderDirEnv+"="+dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "ready" {
-		t.Fatalf("child: %q", sc.Text())
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-
-	_, err = embedded.Open(context.Background(), dir, embedded.Options{Embedder: hashing.New(64)})
+	child := fsutiltest.Start(t, "TestHolderChild", holderDirEnv, dir)
+	_, err := embedded.Open(context.Background(), dir, embedded.Options{Embedder: hashing.New(64)})
 	var le *chromem.LockedError
 	if !errors.As(err, &le) || !errors.Is(err, chromem.ErrLocked) || errors.Is(err, vectorstore.ErrInvalidArgument) {
 		t.Fatalf("open of a store open in another process: %v, want a *chromem.LockedError", err)
 	}
-	want := fmt.Sprintf("store %s is open in another process (pid %d): stop it, or use a server backend (postgres) for several processes", dir, cmd.Process.Pid)
-	if le.PID != cmd.Process.Pid || !strings.Contains(err.Error(), want) {
+	want := fmt.Sprintf("store %s is open in another process (pid %d): stop it, or use a server backend (postgres) for several processes", dir, child.Pid)
+	if le.PID != child.Pid || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q, want it to contain %q", err, want)
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	child.Release(t)
 	env, err := embedded.Open(context.Background(), dir, embedded.Options{Embedder: hashing.New(64)})
 	if err != nil {
 		t.Fatalf("open after the holder exited: %v", err)
@@ -120,8 +90,8 @@ func TestDirectoryLockNamesHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
+	if ok, err := fsutil.TryLock(f); !ok || err != nil {
+		t.Fatalf("lock strata.lock: %v, %v", ok, err)
 	}
 	if _, err := f.WriteString("4242\n"); err != nil {
 		t.Fatal(err)

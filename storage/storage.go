@@ -13,6 +13,21 @@
 // sub-packages (filestore, postgres) and all of them pass the conformance
 // suite in storagetest.
 //
+// # Opening by URL
+//
+// Open opens a store from a URL, as vectorstore.Open does for vector
+// stores, with the driver registered for its scheme (Register; drivers
+// register from init, so a blank import is enough):
+//
+//	st, err := storage.Open(ctx, "/var/lib/strata/state")        // filestore (file:///... too)
+//	st, err := storage.Open(ctx, "postgres://app@db/strata")      // storage/postgres
+//	st, err := storage.Open(ctx, "mem://")                        // a new Memory
+//
+// The postgres driver takes the URL of a pgvector collection unchanged:
+// it checks and ignores the vector side's parameters (collection,
+// dimension, distance, ...; see postgres.VectorParams), so one URL opens
+// both halves of an environment (package environment).
+//
 // # Enumerating a scope
 //
 // Store has no way to list keys: the runtime always knows the key it

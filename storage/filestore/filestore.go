@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stratamem/strata/internal/fsutil"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -107,8 +108,8 @@ func (s *Store) initDir() error {
 	}
 	if !s.noSync {
 		// Make the new subdirectories themselves durable.
-		if err := syncDir(filepath.Dir(s.dir)); err != nil {
-			return err
+		if err := fsutil.SyncDir(filepath.Dir(s.dir)); err != nil {
+			return fmt.Errorf("filestore: %w", err)
 		}
 	}
 	return nil
@@ -398,25 +399,14 @@ func (s *Store) locked(ctx context.Context, name string, fn func() error) error 
 	}
 	defer f.Close() // closing the file releases the flock
 
-	// flock cannot be interrupted by a context, so poll with backoff: the
-	// holder is another process inside one short write.
-	wait := 50 * time.Microsecond
-	for {
-		ok, err := tryFlock(f.Fd())
-		if err != nil {
-			return fmt.Errorf("filestore: locking %s: %w", f.Name(), err)
+	// Poll with a short backoff: the holder is another process inside one
+	// short write. Off Unix (no flock) writes fail rather than run without
+	// cross-process exclusion.
+	if err := fsutil.LockWait(ctx, f, 50*time.Microsecond, 5*time.Millisecond); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return err
 		}
-		if ok {
-			break
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-		wait = min(wait*2, 5*time.Millisecond)
+		return fmt.Errorf("filestore: locking %s: %w", f.Name(), err)
 	}
 	// The store may have been closed while this writer waited.
 	if s.closed.Load() {
@@ -437,7 +427,7 @@ func (s *Store) tryLockStripe(stripe int) (unlock func(), ok bool, err error) {
 		<-s.sem[stripe]
 		return nil, false, err
 	}
-	ok, err = tryFlock(f.Fd())
+	ok, err = fsutil.TryLock(f)
 	if err != nil || !ok {
 		f.Close()
 		<-s.sem[stripe]
@@ -459,50 +449,13 @@ func (s *Store) openLock(stripe int) (*os.File, error) {
 }
 
 // writeAtomic replaces dir/name with content: write a temporary file in the
-// same directory, fsync it, rename it over name, fsync the directory.
-func (s *Store) writeAtomic(dir, name string, content []byte) (err error) {
-	f, err := os.CreateTemp(dir, name+".*"+tmpSuffix)
+// same directory, fsync it, rename it over name, fsync the directory. An
+// error after the rename (the directory sync) puts only the write's
+// durability in doubt.
+func (s *Store) writeAtomic(dir, name string, content []byte) error {
+	err := fsutil.WriteFile(filepath.Join(dir, name), content, fsutil.Options{Temp: name + ".*" + tmpSuffix, NoSync: s.noSync})
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(content); err == nil && !s.noSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("filestore: writing %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("filestore: %w", err)
-	}
-	if !s.noSync {
-		if err := syncDir(dir); err != nil {
-			// The rename happened; only its durability is in doubt.
-			return err
-		}
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("filestore: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("filestore: syncing directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -1,18 +1,17 @@
 //go:build unix
 
-package filestore
+package fsutil
 
 import (
 	"errors"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
 
-// tryFlock takes an exclusive flock on fd without blocking. It reports
-// false when another open file description holds the lock.
-func tryFlock(fd uintptr) (bool, error) {
+func tryLock(f *os.File) (bool, error) {
 	for {
-		err := unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil:
 			return true, nil
