@@ -331,7 +331,7 @@ func TestLayersReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ent, pad, eps, obs.Layer(), tmp.Layer(), sem.Layer()}})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{ent, pad, eps, obs, tmp, sem}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/core/inspect"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embedded"
 	"github.com/stratamem/strata/storage"
@@ -70,8 +71,8 @@ func TestNoTerminalEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A recorded assembly quoting the planted text, for inspect.
-	rec := core.AssemblyRecord{RunID: "run" + osc, ThreadID: "t1", Turn: 1, PrefixHash: "h",
-		Bands: []core.RecordedBand{{Band: "history", Tokens: 9, Items: []core.Item{core.UserMessage(planted)}}}}
+	rec := inspect.AssemblyRecord{RunID: "run" + osc, ThreadID: "t1", Turn: 1, PrefixHash: "h",
+		Bands: []inspect.RecordedBand{{Band: "history", Tokens: 9, Items: []core.Item{core.UserMessage(planted)}}}}
 	raw0, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestNoTerminalEscapes(t *testing.T) {
 	if shown.Text != planted {
 		t.Errorf("show --json text %q, want %q", shown.Text, planted)
 	}
-	var insp core.AssemblyRecord
+	var insp inspect.AssemblyRecord
 	out := e.ok(append(m, "inspect", "t1", "--json")...).stdout
 	decodeJSON(t, out, &insp)
 	if bad := raw(out); len(bad) > 0 || insp.RunID != "run"+osc || insp.Bands[0].Items[0].Text() != planted {

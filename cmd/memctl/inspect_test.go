@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/core/inspect"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embedded"
 	"github.com/stratamem/strata/storage"
@@ -86,7 +87,7 @@ func TestInspect(t *testing.T) {
 			t.Errorf("inspect lacks %q:\n%s", want, out)
 		}
 	}
-	var rec core.AssemblyRecord
+	var rec inspect.AssemblyRecord
 	if err := json.Unmarshal([]byte(e.ok("--store", store, "inspect", "t1", "--json").stdout), &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func semanticSession(t *testing.T, dir string, msgs ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l.Layer()}, Store: env.State})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{l}, Store: env.State})
 	if err != nil {
 		t.Fatal(err)
 	}

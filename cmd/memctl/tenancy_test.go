@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/core/inspect"
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/embedded"
 	"github.com/stratamem/strata/storage"
@@ -80,9 +81,9 @@ func tenancyStore(t *testing.T, e *env) (string, storage.Store) {
 			t.Fatal(err)
 		}
 	}
-	assembly := func(resource, thread string) core.AssemblyRecord {
-		return core.AssemblyRecord{RunID: "run-of-" + resource + "-" + thread, ThreadID: thread, ResourceID: resource, Turn: 1, PrefixHash: "h",
-			Bands: []core.RecordedBand{{Band: "history", Tokens: 3, Items: []core.Item{core.UserMessage(resource + " said hi on " + thread)}}}}
+	assembly := func(resource, thread string) inspect.AssemblyRecord {
+		return inspect.AssemblyRecord{RunID: "run-of-" + resource + "-" + thread, ThreadID: thread, ResourceID: resource, Turn: 1, PrefixHash: "h",
+			Bands: []inspect.RecordedBand{{Band: "history", Tokens: 3, Items: []core.Item{core.UserMessage(resource + " said hi on " + thread)}}}}
 	}
 	for _, res := range []string{"carol", "dave"} {
 		put("resource", res, "profile", "state", res+"'s profile")

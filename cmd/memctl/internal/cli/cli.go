@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/layerrules"
 	"github.com/stratamem/strata/cmd/memctl/internal/progress"
 )
 
@@ -170,6 +170,28 @@ func (a *app) progressOn() bool {
 	return !a.flags.noProgress && progress.IsTerminal(a.io.Err)
 }
 
+// terminalIn is stdin when it is a terminal to ask the operator on.
+func (a *app) terminalIn() (*os.File, bool) {
+	in, ok := a.io.In.(*os.File)
+	return in, ok && progress.IsTerminal(in)
+}
+
+// confirm asks question (escaped already) on a terminal and returns nil
+// for yes; elsewhere it returns refused.
+func (a *app) confirm(question string, refused error, aborted string) error {
+	in, ok := a.terminalIn()
+	if !ok {
+		return refused
+	}
+	fmt.Fprintf(a.io.Err, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrAborted, aborted)
+}
+
 func (a *app) bar(label string, total int64, unit string) *progress.Bar {
 	return progress.New(a.io.Err, label, total, a.progressOn(), progress.Options{Unit: unit})
 }
@@ -191,27 +213,6 @@ func rangeArgs(lo, hi int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// completeLayers completes --layer.
-func completeLayers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	out := make([]string, 0, len(layerrules.Types))
-	for _, t := range layerrules.Types {
-		r, _ := layerrules.Lookup(t)
-		out = append(out, t+"\t"+r.Doc)
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-func completeKinds(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	var out []string
-	for _, t := range layerrules.Types {
-		r, _ := layerrules.Lookup(t)
-		for _, k := range r.Kinds {
-			out = append(out, k+"\t"+t)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeIDs completes record ids from the store (the first 1000 that

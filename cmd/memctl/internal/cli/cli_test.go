@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/layerrules"
+	"github.com/stratamem/strata/environment"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -113,7 +114,7 @@ func TestExitCodeAndMessage(t *testing.T) {
 	}{
 		{nil, 0},
 		{usageErrorf("x"), 2},
-		{&layerrules.Error{Field: "text", Msg: "empty"}, 2},
+		{&memory.RecordError{Field: "text", Msg: "empty"}, 2},
 		{notFoundf("x"), 3},
 		{fmt.Errorf("wrapped: %w", &vectorstore.Error{Code: vectorstore.CodeNotFound}), 3},
 		{fmt.Errorf("%w at d", ErrNoStore), 3},
@@ -143,7 +144,7 @@ func TestRecordsEqual(t *testing.T) {
 	}
 	c := a.Clone()
 	c.Vector[1] = 2.0000002
-	if recordsEqual(&a, &c) || !sameRecord(&a, &c) {
+	if recordsEqual(&a, &c) || !environment.SameRecord(&a, &c) {
 		t.Fatal("vectors: strict for import, within rounding for migrate")
 	}
 }

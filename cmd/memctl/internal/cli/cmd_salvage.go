@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +84,9 @@ func (a *app) runSalvage(ctx context.Context, f *salvageFlags) error {
 		return a.printSalvage(rep)
 	}
 	if !f.yes {
-		if err := a.confirmSalvage(rep); err != nil {
+		question := fmt.Sprintf("%s\nKeep %d records, set the damaged log aside and write a clean one?", esc(rep.Problem), rep.Records)
+		refused := usageErrorf("refusing to rewrite the log without --yes (stdin is not a terminal to confirm on); --dry-run reports only")
+		if err := a.confirm(question, refused, "nothing written"); err != nil {
 			return err
 		}
 	}
@@ -96,21 +95,6 @@ func (a *app) runSalvage(ctx context.Context, f *salvageFlags) error {
 		return fmt.Errorf("salvage %s: %w", ref, err)
 	}
 	return a.printSalvage(rep)
-}
-
-func (a *app) confirmSalvage(rep chromem.SalvageReport) error {
-	in, ok := a.io.In.(*os.File)
-	if !ok || !isTerminalFile(in) {
-		return usageErrorf("refusing to rewrite the log without --yes (stdin is not a terminal to confirm on); --dry-run reports only")
-	}
-	fmt.Fprintf(a.io.Err, "%s\nKeep %d records, set the damaged log aside and write a clean one? [y/N] ",
-		esc(rep.Problem), rep.Records)
-	line, _ := bufio.NewReader(in).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return nil
-	}
-	return fmt.Errorf("%w: nothing written", ErrAborted)
 }
 
 func (a *app) printSalvage(rep chromem.SalvageReport) error {

@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/stratamem/strata/memory/semantic"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/layerrules"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -82,14 +83,14 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 		st.Records++
 		st.ByLayer[r.Layer]++
 		st.ByKind[r.Kind]++
-		st.ByScope[layerrules.ScopeOf(r.Layer, &r)]++
+		st.ByScope[string(scopeOf(&r))]++
 		if r.Scope.Thread != "" {
 			threads[r.Scope.Thread] = true
 		}
 		if r.Scope.Resource != "" {
 			resources[r.Scope.Resource] = true
 		}
-		if m := r.Metadata["embedding"]; m != "" {
+		if m := r.Metadata[semantic.MetaEmbedding]; m != "" {
 			st.Embeddings[m]++
 		}
 		st.DataBytes += int64(len(r.ID) + len(r.Text) + 4*len(r.Vector))
@@ -129,14 +130,7 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 			return
 		}
 		fmt.Fprintf(tw, "%s:\n", title)
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range m {
-				if !yield(k) {
-					return
-				}
-			}
-		})
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			name := k
 			if name == "" {
 				name = "(none)"

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -117,7 +118,7 @@ func parseStoreRef(s string) (storeRef, error) {
 			}
 			ref.Dir = filepath.Clean(u.Path)
 			return ref, nil
-		case contains(knownSchemes, scheme):
+		case slices.Contains(knownSchemes, scheme):
 			ref.URL, ref.Scheme = s, scheme
 			if scheme == "postgresql" {
 				ref.Scheme = "postgres"
@@ -195,15 +196,6 @@ func isScheme(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // resolveStore applies the order --store > $STRATA_STORE > config file >

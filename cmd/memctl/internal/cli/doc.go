@@ -18,7 +18,10 @@
 // Stores: a directory is the embedded default, opened with embedded.Open
 // (its strata.json names the embedder, so commands that never embed load
 // no model); chromem://, postgres:// and qdrant:// URLs are opened with
-// vectorstore.Open. Writes go through the layers' own validation (see
-// package layerrules and the add command); import and migrate through the
-// vector store's.
+// vectorstore.Open. Writes go through the layers' own record formats
+// (memory.RecordFormat: each layer's Prepare, Validate and record ids, see
+// layers.go and the add command); import and migrate through the vector
+// store's validation. What a host needs too is the library's: embedders
+// from specs (embed.Open), rm (environment's PlanForget), migrate's copy
+// (environment.CopyRecords), the export format (package exportfmt).
 package cli

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/embedspec"
-	"github.com/stratamem/strata/cmd/memctl/internal/layerrules"
+	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embed/uselite"
 	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -67,7 +67,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, ErrStateStore):
 		return ExitError
-	case errors.Is(err, ErrUsage), errors.Is(err, layerrules.ErrInvalid), errors.Is(err, embedspec.ErrInvalidSpec):
+	case errors.Is(err, ErrUsage), errors.Is(err, memory.ErrInvalidRecord), errors.Is(err, embed.ErrInvalidSpec):
 		return ExitUsage
 	case errors.Is(err, ErrNotFound), errors.Is(err, vectorstore.ErrNotFound), errors.Is(err, ErrNoStore):
 		return ExitNotFound
@@ -86,7 +86,7 @@ func Message(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg += " (interrupted)"
-	case errors.Is(err, embedded.ErrEmbedderMismatch), errors.Is(err, embedspec.ErrMismatch):
+	case errors.Is(err, embedded.ErrEmbedderMismatch), errors.Is(err, embed.ErrMismatch):
 		if !strings.Contains(msg, "reindex") {
 			msg += " (pass the store's --embedder, or run memctl reindex)"
 		}

@@ -7,18 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/embedspec"
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/environment" // opens every backend memctl takes
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/vectorstore"
-
-	// The backends memctl opens by URL.
-	_ "github.com/stratamem/strata/vectorstore/chromem"
-	_ "github.com/stratamem/strata/vectorstore/pgvector"
-	_ "github.com/stratamem/strata/vectorstore/qdrant"
 )
 
 // createSpec says how to create a store that does not exist yet (import
@@ -30,7 +24,7 @@ type createSpec struct {
 	Embedder string
 	// Spec, when set, is the embedder of the store instead of the
 	// configured one (reindex targets).
-	Spec *embedspec.Spec
+	Spec *embed.Spec
 }
 
 // openMode says whether a missing store is an error or is created.
@@ -46,6 +40,7 @@ type store struct {
 	ref  storeRef
 	coll *vectorstore.Collection
 	env  *embedded.Env // embedded directory stores only
+	envx *environment.Env
 
 	// emb is the store's embedder: recorded in strata.json for a
 	// directory, configured (or the default model) for a URL. It loads
@@ -54,7 +49,7 @@ type store struct {
 	embID     string // "" when not known (a URL store without --embedder)
 	embSource string
 	// explicit is the embedder the operator configured, if any.
-	explicit *embedspec.Spec
+	explicit *embed.Spec
 	created  bool
 }
 
@@ -63,13 +58,7 @@ func (s *store) Close() error {
 	if s == nil {
 		return nil
 	}
-	if s.env != nil {
-		return s.env.Close()
-	}
-	if s.coll != nil {
-		return s.coll.Close()
-	}
-	return nil
+	return s.envx.Close()
 }
 
 // Info describes the collection.
@@ -79,12 +68,12 @@ func (s *store) Info() vectorstore.Info { return s.coll.Info() }
 func reindexDir(dir string) string { return filepath.Join(dir, ".reindex") }
 
 // explicitEmbedder parses the configured embedder, if any.
-func (a *app) explicitEmbedder() (*embedspec.Spec, string, error) {
+func (a *app) explicitEmbedder() (*embed.Spec, string, error) {
 	val, src := resolveEmbedderFlag(a.flags.embedder, a.cfg)
 	if val == "" {
 		return nil, "", nil
 	}
-	sp, err := embedspec.Parse(val)
+	sp, err := embed.ParseSpec(val)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", src, err)
 	}
@@ -100,8 +89,8 @@ func (a *app) openStore(ctx context.Context, mode openMode, cs *createSpec) (*st
 	return a.openRef(ctx, ref, mode, cs, false)
 }
 
-// openRef opens a store reference. allowPending lets reindex open a
-// directory whose reindex was interrupted.
+// openRef opens a store reference through environment.Open. allowPending
+// lets reindex open a directory whose reindex was interrupted.
 func (a *app) openRef(ctx context.Context, ref storeRef, mode openMode, cs *createSpec, allowPending bool) (*store, error) {
 	explicit, src, err := a.explicitEmbedder()
 	if err != nil {
@@ -113,99 +102,50 @@ func (a *app) openRef(ctx context.Context, ref storeRef, mode openMode, cs *crea
 	s := &store{ref: ref, explicit: explicit}
 	octx, cancel := context.WithTimeout(ctx, a.flags.timeout)
 	defer cancel()
+	target, opts := ref.URL, environment.Options{MustExist: mode == openRead, NoState: ref.Dir == "", Resolve: s.resolve,
+		NewEmbedder: func(ctx context.Context, dim int) (embed.Embedder, error) { return s.newEmbedder(ctx, cs, src, dim) }}
 	if ref.Dir != "" {
-		return s, a.openDir(octx, s, mode, cs, src, allowPending)
-	}
-	return s, a.openURL(octx, s, mode, cs, src)
-}
-
-func (a *app) openDir(ctx context.Context, s *store, mode openMode, cs *createSpec, src string, allowPending bool) error {
-	dir := s.ref.Dir
-	if !allowPending {
-		if _, err := os.Stat(filepath.Join(reindexDir(dir), reindexStateFile)); err == nil {
-			st, _ := readReindexState(dir)
-			if st.Phase == phaseSwap {
-				return fmt.Errorf("store %s: a reindex was interrupted while switching collections; run memctl reindex %s to finish it", dir, st.Embedder)
+		if target = ref.Dir; !allowPending {
+			if st, err := readReindexState(ref.Dir); err == nil && st.Phase == phaseSwap {
+				return s, fmt.Errorf("store %s: a reindex was interrupted while switching collections; run memctl reindex %s to finish it", ref.Dir, st.Embedder)
 			}
 		}
+		if fi, err := os.Stat(ref.Dir); err == nil && !fi.IsDir() {
+			return s, usageErrorf("store %s is a file, not a directory", ref.Dir)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return s, fmt.Errorf("store %s: %w", ref.Dir, err)
+		}
+		if err := checkDistance(cs, ref.Dir, embeddedDistance); err != nil {
+			return s, err
+		}
+	} else if cs != nil {
+		opts.Dimension, opts.Distance = cs.Dim, cs.Distance
 	}
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && !fi.IsDir():
-		return usageErrorf("store %s is a file, not a directory", dir)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("store %s: %w", dir, err)
-	}
-	meta, err := embedded.ReadMeta(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if mode == openRead {
-			return fmt.Errorf("%w at %s (nothing stored yet; set --store, $%s or the config file)", ErrNoStore, dir, EnvStore)
-		}
-		// A new store: the embedder is the configured one, else the
-		// input's, else the default model.
-		spec := embedspec.Spec{Kind: embedspec.UseLite}
-		s.embSource = "default"
-		switch {
-		case s.explicit != nil:
-			spec, s.embSource = *s.explicit, src
-		case cs != nil && cs.Embedder != "":
-			sp, err := embedspec.Parse(cs.Embedder)
-			if err != nil {
-				return fmt.Errorf("the input's embedder %q is not one memctl can load: pass --embedder", cs.Embedder)
-			}
-			spec, s.embSource = sp, "the input's header"
-		case cs != nil && cs.Dim > 0:
-			return usageErrorf("the embedder of the input's %d-d vectors is unknown: pass --embedder so %s records it in strata.json", cs.Dim, dir)
-		}
-		if cs != nil && cs.Embedder != "" && cs.Embedder != spec.ID() {
-			return fmt.Errorf("%w: the input was embedded with %s, the store would use %s", embedded.ErrEmbedderMismatch, cs.Embedder, spec.ID())
-		}
-		if err := checkDistance(cs, dir, embeddedDistance); err != nil {
-			return err
-		}
-		dim := spec.KnownDimension()
-		if cs != nil && cs.Dim > 0 {
-			if dim != 0 && dim != cs.Dim {
-				return fmt.Errorf("%w: the input has %d-d vectors, %s makes %d-d", vectorstore.ErrDimensionMismatch, cs.Dim, spec, dim)
-			}
-			dim = cs.Dim
-		}
-		lz := embedspec.NewLazy(spec, dim)
-		if dim == 0 {
-			if _, err := lz.Resolve(ctx); err != nil {
-				return err
-			}
-		}
-		s.emb, s.embID, s.created = lz, spec.ID(), true
-	case err != nil:
-		return err
-	default:
-		if cs != nil && cs.Dim > 0 && cs.Dim != meta.Dimension {
-			return fmt.Errorf("%w: the input has %d-d vectors, store %s has %d-d (%s); import into a new store, or reindex",
-				vectorstore.ErrDimensionMismatch, cs.Dim, dir, meta.Dimension, meta.Embedder)
-		}
-		if cs != nil && cs.Embedder != "" && cs.Embedder != meta.Embedder {
-			return fmt.Errorf("%w: the input was embedded with %s, store %s with %s; import into a new store, or reindex",
-				embedded.ErrEmbedderMismatch, cs.Embedder, dir, meta.Embedder)
-		}
-		if sp, err := embedspec.Parse(meta.Embedder); err == nil {
-			s.emb = embedspec.NewLazy(sp, meta.Dimension)
-		} else {
-			s.emb = &opaqueEmbedder{id: meta.Embedder, dim: meta.Dimension}
-		}
-		s.embID, s.embSource = meta.Embedder, "recorded in "+filepath.Join(dir, "strata.json")
-	}
-	env, err := embedded.Open(ctx, dir, embedded.Options{Embedder: s.emb})
+	env, err := environment.Open(octx, target, opts)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", dir, err)
+		return s, a.openError(s, err)
 	}
-	if err := checkDistance(cs, dir, env.Memory.Records.Info().Distance); err != nil {
+	s.emb, s.coll, s.created = env.Memory.Embedder, env.Records(), env.Created
+	if env.Recorded.Embedder != "" && !s.created {
+		s.embSource = "recorded in " + env.RecordedIn
+	}
+	info := s.coll.Info()
+	switch {
+	case cs != nil && cs.Dim > 0 && cs.Dim != info.Dimension:
+		err = fmt.Errorf("%w: the input has %d-d vectors, store %s has %d-d (%s); import into a new store, or reindex",
+			vectorstore.ErrDimensionMismatch, cs.Dim, s.ref, info.Dimension, s.emb.Model())
+	case cs != nil && cs.Embedder != "" && s.embID != "" && cs.Embedder != s.embID:
+		err = fmt.Errorf("%w: the input was embedded with %s, store %s with %s; import into a new store, or reindex",
+			embedded.ErrEmbedderMismatch, cs.Embedder, s.ref, s.embID)
+	case ref.Dir != "":
+		err = checkDistance(cs, ref.Dir, info.Distance)
+	}
+	if err != nil {
 		_ = env.Close()
-		return err
+		return s, err
 	}
-	s.env, s.coll = env, env.Memory.Records
-	return nil
+	s.envx, s.env = env, env.Embedded
+	return s, nil
 }
 
 // embeddedDistance is the distance of the collection embedded.Open
@@ -225,89 +165,110 @@ func checkDistance(cs *createSpec, dir string, have vectorstore.Distance) error 
 		ErrDistance, cs.Distance, dir, have, embeddedDistance, cs.Distance)
 }
 
-func (a *app) openURL(ctx context.Context, s *store, mode openMode, cs *createSpec, src string) error {
-	spec := embedspec.Spec{Kind: embedspec.UseLite}
-	s.embSource = "default (not recorded by this backend)"
-	if s.explicit != nil {
+// openError words a failed environment.Open for the operator.
+func (a *app) openError(s *store, err error) error {
+	var ve *vectorstore.Error
+	switch {
+	case errors.Is(err, environment.ErrNotExist) && s.ref.Dir != "":
+		return fmt.Errorf("%w at %s (nothing stored yet; set --store, $%s or the config file)", ErrNoStore, s.ref.Dir, EnvStore)
+	case errors.Is(err, environment.ErrNotExist):
+		return fmt.Errorf("%w: %s has no collection %q yet", ErrNoStore, s.ref, environment.CollectionName(s.ref.URL))
+	case s.ref.Dir != "":
+		return fmt.Errorf("open store %s: %w", s.ref.Dir, err)
+	case errors.Is(err, vectorstore.ErrConfigMismatch) && errors.As(err, &ve) && ve.Field == "distance":
+		return fmt.Errorf("%w: %v", ErrDistance, err)
+	case errors.Is(err, vectorstore.ErrConfigMismatch):
+		return fmt.Errorf("%w: %v", vectorstore.ErrDimensionMismatch, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("store %s unreachable within --timeout %s: %w", s.ref, a.flags.timeout, err)
+	case errors.As(err, &ve) && ve.Code == vectorstore.CodeInvalidArgument && ve.Field != "":
+		return usageErrorf("store %s: %v", s.ref, err) // a bad URL parameter: the operator's to fix
+	}
+	return fmt.Errorf("open store %s: %w", s.ref, err)
+}
+
+// resolve builds the embedder recorded with the store (lazily: nothing is
+// loaded until something is embedded).
+func (s *store) resolve(_ context.Context, rec environment.Record) (embed.Embedder, error) {
+	s.embID = rec.Embedder
+	if sp, err := embed.ParseSpec(rec.Embedder); err == nil {
+		return embed.NewLazy(sp, rec.Dimension, nil), nil
+	}
+	return &opaqueEmbedder{id: rec.Embedder, dim: rec.Dimension}, nil
+}
+
+// newEmbedder is the embedder of a store with none recorded: of a new one
+// (dim 0) the configured embedder, else the input's, else the default
+// model; of an existing server collection written by older strata (dim its
+// dimension) the configured one, else the input's, else the default.
+func (s *store) newEmbedder(ctx context.Context, cs *createSpec, src string, dim int) (embed.Embedder, error) {
+	spec := embed.Spec{Kind: embed.KindUseLite}
+	s.embSource = "default"
+	if dim > 0 {
+		s.embSource = "default (not recorded with the collection)"
+		switch sp, err := embed.ParseSpec(cs.embedder()); {
+		case s.explicit != nil:
+			spec, s.embSource, s.embID = *s.explicit, src, s.explicit.ID()
+		case err == nil:
+			spec, s.embSource, s.embID = sp, "the input's header", cs.Embedder
+		}
+		return embed.NewLazy(spec, dim, nil), nil
+	}
+	switch {
+	case s.explicit != nil:
 		spec, s.embSource = *s.explicit, src
-		s.embID = spec.ID()
+	case cs.embedder() != "":
+		sp, err := embed.ParseSpec(cs.Embedder)
+		if err != nil {
+			return nil, fmt.Errorf("the input's embedder %q is not one memctl can load: pass --embedder", cs.Embedder)
+		}
+		spec, s.embSource = sp, "the input's header"
+	case cs != nil && cs.Dim > 0:
+		return nil, usageErrorf("the embedder of the input's %d-d vectors is unknown: pass --embedder so %s records it", cs.Dim, s.ref)
 	}
-	opts := &vectorstore.Options{}
-	if cs != nil {
-		opts.Dimension, opts.Distance = cs.Dim, cs.Distance
-		if cs.Embedder != "" {
-			if s.explicit != nil && s.explicit.ID() != cs.Embedder {
-				return fmt.Errorf("%w: the input was embedded with %s, --embedder says %s", embedded.ErrEmbedderMismatch, cs.Embedder, s.explicit.ID())
-			}
-			s.embID = cs.Embedder
-			if sp, err := embedspec.Parse(cs.Embedder); err == nil && s.explicit == nil {
-				spec, s.embSource = sp, "the input's header"
-			}
-		}
+	if e := cs.embedder(); e != "" && e != spec.ID() {
+		return nil, fmt.Errorf("%w: the input was embedded with %s, the store would use %s", embedded.ErrEmbedderMismatch, e, spec.ID())
 	}
-	coll, err := vectorstore.Open(ctx, s.ref.URL, opts)
-	if isMissingCollection(err) {
-		if mode == openRead {
-			return fmt.Errorf("%w: %s has no collection %q yet", ErrNoStore, s.ref, collectionName(s.ref.URL))
+	dim = spec.KnownDimension()
+	if cs != nil && cs.Dim > 0 {
+		if dim != 0 && dim != cs.Dim {
+			return nil, fmt.Errorf("%w: the input has %d-d vectors, %s makes %d-d", vectorstore.ErrDimensionMismatch, cs.Dim, spec, dim)
 		}
-		dim := spec.KnownDimension()
-		if dim == 0 {
-			if dim, err = embedspec.NewLazy(spec, 0).Resolve(ctx); err != nil {
-				return err
-			}
-		}
-		opts.Dimension = dim
-		coll, err = vectorstore.Open(ctx, s.ref.URL, opts)
-		s.created = err == nil
+		dim = cs.Dim
 	}
-	if err != nil {
-		if errors.Is(err, vectorstore.ErrConfigMismatch) && cs != nil {
-			if ve := (*vectorstore.Error)(nil); errors.As(err, &ve) && ve.Field == "distance" {
-				return fmt.Errorf("%w: %v", ErrDistance, err)
-			}
-			return fmt.Errorf("%w: %v", vectorstore.ErrDimensionMismatch, err)
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("store %s unreachable within --timeout %s: %w", s.ref, a.flags.timeout, err)
-		}
-		var ve *vectorstore.Error
-		if errors.As(err, &ve) && ve.Code == vectorstore.CodeInvalidArgument && ve.Field != "" {
-			// A bad URL parameter: the operator's to fix.
-			return usageErrorf("store %s: %v", s.ref, err)
-		}
-		return fmt.Errorf("open store %s: %w", s.ref, err)
+	lz := embed.NewLazy(spec, dim, nil)
+	if _, err := lz.Resolve(ctx); err != nil {
+		return nil, err
 	}
-	s.coll = coll
-	s.emb = embedspec.NewLazy(spec, coll.Info().Dimension)
-	return nil
+	s.embID = spec.ID()
+	return lz, nil
 }
 
-func isMissingCollection(err error) bool {
-	var e *vectorstore.Error
-	return errors.As(err, &e) && e.Code == vectorstore.CodeInvalidArgument && e.Field == "dimension" && strings.Contains(e.Msg, "does not exist")
-}
-
-func collectionName(raw string) string {
-	if i := strings.Index(raw, "collection="); i >= 0 {
-		v := raw[i+len("collection="):]
-		if j := strings.IndexByte(v, '&'); j >= 0 {
-			v = v[:j]
-		}
-		return v
+// embedder is the input's embedder, "" when none is known.
+func (cs *createSpec) embedder() string {
+	if cs == nil {
+		return ""
 	}
-	return vectorstore.DefaultCollectionName
+	return cs.Embedder
 }
 
 // embedder returns the embedder to embed with, checked against the store:
 // a configured embedder that is not the one the store was embedded with
-// is refused (vectors of two models must not be mixed).
-func (s *store) embedder(ctx context.Context) (embed.Embedder, error) {
+// is refused (vectors of two models must not be mixed). A configured
+// embedder that checks out is recorded with a server collection written
+// by older strata, which recorded none.
+func (s *store) embedder(ctx context.Context) (_ embed.Embedder, err error) {
 	if s.explicit != nil && s.embID != "" && s.explicit.ID() != s.embID {
-		return nil, fmt.Errorf("%w: store %s was embedded with %s, memctl is configured with %s; run memctl reindex %s to move it",
-			embedded.ErrEmbedderMismatch, s.ref, s.embID, s.explicit.ID(), s.explicit)
+		return nil, fmt.Errorf("%w: store %s was embedded with %s (dimension %d), memctl is configured with %s; run memctl reindex %s to move it",
+			embedded.ErrEmbedderMismatch, s.ref, s.embID, s.coll.Info().Dimension, s.explicit.ID(), s.explicit)
 	}
-	if lz, ok := s.emb.(*embedspec.Lazy); ok {
-		if _, err := lz.Load(); err != nil {
+	defer func() {
+		if err == nil && s.explicit != nil && s.envx != nil && s.envx.Recorded.Embedder == "" {
+			_ = s.envx.Record(ctx, s.emb) // best effort: the store works unrecorded
+		}
+	}()
+	if lz, ok := s.emb.(*embed.Lazy); ok {
+		if _, err := lz.Load(ctx); err != nil {
 			return nil, err
 		}
 		if d, err := lz.Resolve(ctx); err != nil {
@@ -349,5 +310,5 @@ func (o *opaqueEmbedder) Embed(context.Context, []string) ([][]float32, error) {
 
 // defaultModel loads the default model (to know whether it is installed).
 func (s *store) defaultModel() (embed.Embedder, error) {
-	return embedspec.Spec{Kind: embedspec.UseLite}.New()
+	return embed.Spec{Kind: embed.KindUseLite}.Open(context.Background(), nil)
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/exportfmt"
+	"github.com/stratamem/strata/exportfmt"
 	"github.com/stratamem/strata/vectorstore"
 )
 

@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/termsafe"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -87,7 +88,7 @@ func (w *Writer) line(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.w.Write(termsafe.JSON(buf.Bytes()))
+	_, err := w.w.Write(escapeControls(buf.Bytes()))
 	return err
 }
 
@@ -244,4 +245,73 @@ func cleanJSONError(err error) string {
 		return "truncated JSON"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// escapeControls rewrites, in encoded JSON (where encoding/json has
+// escaped the C0 controls, U+2028 and U+2029 itself), DEL, the C1
+// controls (U+0080-U+009F) and the bidirectional controls (U+061C,
+// U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) as \u escapes. They can
+// only occur inside strings, where the escape decodes to the same
+// character. b is returned as is when there is nothing to rewrite.
+func escapeControls(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == 0x7f || size > 1 && (r <= 0x9f || r == 0x061c || r == 0x200e || r == 0x200f ||
+			r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069) {
+			if out == nil {
+				out = append(make([]byte, 0, len(b)+16), b[:i]...)
+			}
+			h := strconv.FormatInt(int64(r), 16)
+			out = append(out, `\u`+strings.Repeat("0", 4-len(h))+h...)
+		} else if out != nil {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// Duplicate is an id on more than one record line of an export: an
+// import would keep only the last.
+type Duplicate struct {
+	ID    string
+	Lines [2]int // the first two lines that hold it
+}
+
+// Duplicates reads an export to its end and returns the ids on more than
+// one record line, in the order their second line comes, each once. Lines
+// that do not parse (*LineError) and records whose id skip refuses (nil:
+// none) are passed over, left for the import to report; a read failure is
+// returned.
+func Duplicates(r io.Reader, skip func(id string) bool) ([]Duplicate, error) {
+	first := map[string]int{}
+	var out []Duplicate
+	rd := NewReader(r)
+	for {
+		it, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			if errors.As(err, new(*LineError)) {
+				continue
+			}
+			return out, err
+		}
+		if it.Record == nil || skip != nil && skip(it.Record.ID) {
+			continue
+		}
+		id := it.Record.ID
+		switch line, seen := first[id]; {
+		case !seen:
+			first[id] = it.Line
+		case line > 0:
+			out = append(out, Duplicate{ID: id, Lines: [2]int{line, it.Line}})
+			first[id] = -1 // counted once
+		}
+	}
 }

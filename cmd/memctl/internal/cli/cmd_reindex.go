@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/embedspec"
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/memory/semantic"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/chromem"
 )
@@ -105,7 +104,7 @@ else's, so reindex lists them and exits 1 unless --prune deletes them.
 }
 
 func (a *app) runReindex(ctx context.Context, arg string, f *reindexFlags) error {
-	target, err := embedspec.Parse(arg)
+	target, err := embed.ParseSpec(arg)
 	if err != nil {
 		return err
 	}
@@ -134,7 +133,7 @@ func (a *app) runReindex(ctx context.Context, arg string, f *reindexFlags) error
 		return err
 	}
 	defer src.Close()
-	lz := embedspec.NewLazy(target, 0)
+	lz := embed.NewLazy(target, 0, nil)
 	dim, err := lz.Resolve(ctx)
 	if err != nil {
 		return err
@@ -167,33 +166,7 @@ func (a *app) runReindex(ctx context.Context, arg string, f *reindexFlags) error
 	return nil
 }
 
-// copyResult is what reindex and migrate report.
-type copyResult struct {
-	Source  int `json:"source"`
-	Written int `json:"written"`
-	Skipped int `json:"skipped"`
-	Removed int `json:"removed,omitempty"`
-	// Extra counts the target's records the source does not hold, left
-	// in place (reindex --to without --prune).
-	Extra    int `json:"extra,omitempty"`
-	Verified int `json:"verified"`
-	Target   int `json:"target"`
-	// UpToDate is set when reindex had nothing to do.
-	UpToDate bool `json:"up_to_date,omitempty"`
-
-	extraIDs []string // the first few, for the message
-}
-
-func (a *app) report(r copyResult, what string) error {
-	if a.flags.json {
-		return writeJSON(a.io.Out, r)
-	}
-	fmt.Fprintf(a.io.Out, "%s: %d records, %d written, %d already there, verified %d/%d (target holds %d)\n",
-		esc(what), r.Source, r.Written, r.Skipped, r.Verified, r.Source, r.Target)
-	return nil
-}
-
-func (a *app) reindexDir(ctx context.Context, ref storeRef, target embedspec.Spec, f *reindexFlags) error {
+func (a *app) reindexDir(ctx context.Context, ref storeRef, target embed.Spec, f *reindexFlags) error {
 	dir, work := ref.Dir, reindexDir(ref.Dir)
 	meta, err := embedded.ReadMeta(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -243,7 +216,7 @@ func (a *app) reindexDir(ctx context.Context, ref storeRef, target embedspec.Spe
 		return err
 	}
 	defer src.Close()
-	lz := embedspec.NewLazy(target, 0)
+	lz := embed.NewLazy(target, 0, nil)
 	dim, err := lz.Resolve(ctx)
 	if err != nil {
 		return err
@@ -328,7 +301,7 @@ func (a *app) reembed(ctx context.Context, src, dst *vectorstore.Collection, emb
 		if len(batch) == 0 {
 			return nil
 		}
-		have, err := byIDs(ctx, dst, batch, false)
+		have, err := byIDs(ctx, dst, idsOf(batch), false)
 		if err != nil {
 			return err
 		}
@@ -353,8 +326,8 @@ func (a *app) reembed(ctx context.Context, src, dst *vectorstore.Collection, emb
 				todo[i].Vector = vs[i]
 				// The semantic layer searches only records whose
 				// "embedding" names the current model.
-				if _, ok := todo[i].Metadata["embedding"]; ok {
-					todo[i].Metadata["embedding"] = emb.Model()
+				if _, ok := todo[i].Metadata[semantic.MetaEmbedding]; ok {
+					todo[i].Metadata[semantic.MetaEmbedding] = emb.Model()
 				}
 			}
 			if err := dst.Upsert(ctx, todo...); err != nil {
@@ -424,241 +397,6 @@ func (a *app) reembed(ctx context.Context, src, dst *vectorstore.Collection, emb
 func isBlank(s string) bool {
 	for _, c := range s {
 		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-	}
-	return true
-}
-
-// sameContent reports whether two records agree on everything but the
-// vector (and, when model is not "", the semantic "embedding" marker,
-// expected to name model in d).
-func sameContent(s, d *vectorstore.Record, model string) bool {
-	if s.ID != d.ID || s.Layer != d.Layer || s.Kind != d.Kind || s.Scope != d.Scope || s.Text != d.Text ||
-		!s.CreatedAt.Equal(d.CreatedAt) || !s.ValidFrom.Equal(d.ValidFrom) || !s.ValidTo.Equal(d.ValidTo) ||
-		len(s.Metadata) != len(d.Metadata) {
-		return false
-	}
-	for k, v := range s.Metadata {
-		w, ok := d.Metadata[k]
-		if k == "embedding" && model != "" {
-			v = model
-		}
-		if !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-// byIDs reads the records of dst with the ids of batch.
-func byIDs(ctx context.Context, dst *vectorstore.Collection, batch []vectorstore.Record, vectors bool) (map[string]vectorstore.Record, error) {
-	ids := make([]string, len(batch))
-	for i := range batch {
-		ids[i] = batch[i].ID
-	}
-	recs, _, err := dst.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{IDs: ids}, Limit: len(ids), WithVectors: vectors})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]vectorstore.Record, len(recs))
-	for _, r := range recs {
-		out[r.ID] = r
-	}
-	return out, nil
-}
-
-// verifyCopy checks that every source record (matching flt and match) is
-// in dst as same says, and counts dst.
-func verifyCopy(ctx context.Context, src, dst *vectorstore.Collection, flt vectorstore.Filter, include func(*vectorstore.Record) bool,
-	res *copyResult, same func(s, d *vectorstore.Record) bool) error {
-	var batch []vectorstore.Record
-	check := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		have, err := byIDs(ctx, dst, batch, true)
-		if err != nil {
-			return err
-		}
-		for i := range batch {
-			if h, ok := have[batch[i].ID]; ok && same(&batch[i], &h) {
-				res.Verified++
-			}
-		}
-		batch = batch[:0]
-		return nil
-	}
-	for r, err := range src.All(ctx, vectorstore.ListOptions{Filter: flt, Limit: 1000, WithVectors: true}) {
-		if err != nil {
-			return err
-		}
-		if !include(&r) {
-			continue
-		}
-		batch = append(batch, r)
-		if len(batch) == 500 {
-			if err := check(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := check(); err != nil {
-		return err
-	}
-	n, err := dst.Count(ctx, vectorstore.Filter{})
-	res.Target = n
-	return err
-}
-
-type migrateFlags struct {
-	filterFlags
-	from, to string
-	batch    int
-}
-
-func (a *app) migrateCmd() *cobra.Command {
-	var f migrateFlags
-	cmd := &cobra.Command{
-		Use:   "migrate --to URL",
-		Short: "Copy memories between backends (resumable, verified)",
-		Long: `Copy the memories of one store (--from, default the configured store) to
-another (--to): embedded directory <-> postgres <-> qdrant. Vectors, times,
-validity and metadata are copied as they are; a target that does not exist is
-created with the source's dimension and distance (an embedded directory
-records the source's embedder). A target whose dimension or distance
-differs from the source's is refused before anything is written (exit
-status 1); an embedded directory is always cosine, so a dot or euclidean
-source goes to a postgres or qdrant target. Filters copy a subset.
-
-Records the target holds already with the same content are skipped, so an
-interrupted migrate resumes when run again. At the end every source record
-is read back from the target and compared, and the counts are printed; a
-mismatch exits 1.
-
-  memctl migrate --from ./.strata/data --to 'postgres://user@db/strata?collection=memories'`,
-		Args: exactArgs(0, "no arguments (use --from and --to)"),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.runMigrate(cmd.Context(), &f) },
-	}
-	f.register(cmd)
-	fs := cmd.Flags()
-	fs.StringVar(&f.from, "from", "", "source store (default: --store, $STRATA_STORE, the config file, ./.strata/data)")
-	fs.StringVar(&f.to, "to", "", "target store (required)")
-	fs.IntVar(&f.batch, "batch", 500, "records per write")
-	return cmd
-}
-
-func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
-	if f.to == "" {
-		return usageErrorf("--to is required")
-	}
-	if f.batch < 1 || f.batch > vectorstore.MaxListLimit {
-		return usageErrorf("--batch must be in 1..%d", vectorstore.MaxListLimit)
-	}
-	flt, match, err := f.build(a.now())
-	if err != nil {
-		return err
-	}
-	var fromRef storeRef
-	if f.from != "" {
-		fromRef, err = parseStoreRef(f.from)
-	} else {
-		fromRef, err = resolveStore(a.flags.store, a.cfg, a.cfgPath)
-	}
-	if err != nil {
-		return err
-	}
-	toRef, err := parseStoreRef(f.to)
-	if err != nil {
-		return err
-	}
-	if fromRef.Raw == toRef.Raw || fromRef.Dir != "" && fromRef.Dir == toRef.Dir {
-		return usageErrorf("--from and --to are the same store")
-	}
-	src, err := a.openRef(ctx, fromRef, openRead, nil, false)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	info := src.Info()
-	dst, err := a.openRef(ctx, toRef, openCreate, &createSpec{Dim: info.Dimension, Distance: info.Distance, Embedder: src.embID}, false)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	total, err := src.coll.Count(ctx, flt)
-	if err != nil {
-		return err
-	}
-	var res copyResult
-	bar := a.bar("migrate", int64(total), "records")
-	defer bar.Clear()
-	var batch []vectorstore.Record
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		have, err := byIDs(ctx, dst.coll, batch, true)
-		if err != nil {
-			return err
-		}
-		var todo []vectorstore.Record
-		for i := range batch {
-			if h, ok := have[batch[i].ID]; ok && sameRecord(&batch[i], &h) {
-				res.Skipped++
-				continue
-			}
-			todo = append(todo, batch[i])
-		}
-		if err := dst.coll.Upsert(ctx, todo...); err != nil {
-			return err
-		}
-		res.Written += len(todo)
-		bar.Add(len(batch))
-		batch = batch[:0]
-		return nil
-	}
-	for r, err := range src.coll.All(ctx, vectorstore.ListOptions{Filter: flt, Limit: 1000, WithVectors: true}) {
-		if err != nil {
-			return err
-		}
-		if !matchText(&r, match) {
-			continue
-		}
-		res.Source++
-		batch = append(batch, r)
-		if len(batch) >= f.batch {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	bar.Finish()
-	include := func(r *vectorstore.Record) bool { return matchText(r, match) }
-	if err := verifyCopy(ctx, src.coll, dst.coll, flt, include, &res, sameRecord); err != nil {
-		return err
-	}
-	if err := a.report(res, fmt.Sprintf("migrated %s to %s", src.ref, dst.ref)); err != nil {
-		return err
-	}
-	if res.Verified != res.Source {
-		return fmt.Errorf("%w: %d of %d source records are not in %s as they are in the source", ErrVerify, res.Source-res.Verified, res.Source, dst.ref)
-	}
-	return nil
-}
-
-// sameRecord compares records, vectors within float32 rounding (a
-// backend may store a unit vector renormalised in its last bit).
-func sameRecord(x, y *vectorstore.Record) bool {
-	return sameContent(x, y, "") && len(x.Vector) == len(y.Vector) && vectorsClose(x.Vector, y.Vector)
-}
-
-func vectorsClose(x, y []float32) bool {
-	for i := range x {
-		if x[i] != y[i] && math.Abs(float64(x[i])-float64(y[i])) > 1e-6 {
 			return false
 		}
 	}

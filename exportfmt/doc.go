@@ -1,7 +1,9 @@
-// Package exportfmt is memctl's export format: JSON Lines, one memory
-// record per line in the vectorstore.Record JSON form (id, layer, kind,
-// scope, text, vector, metadata, created_at, valid_from, valid_to),
-// optionally preceded by a header line describing the vectors:
+// Package exportfmt is strata's export format, the file memctl export
+// writes and memctl import reads to move memories between backends
+// losslessly: JSON Lines, one memory record per line in the
+// vectorstore.Record JSON form (id, layer, kind, scope, text, vector,
+// metadata, created_at, valid_from, valid_to), optionally preceded by a
+// header line describing the vectors:
 //
 //	{"memctl_export":1,"embedder":"hash-64","dimension":64,"distance":"cosine"}
 //	{"id":"obs-…","layer":"observations","kind":"observation","scope":{"thread":"t1"},"text":"…","vector":[…],"metadata":{…},"created_at":"…"}

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/stratamem/strata/cmd/memctl/internal/exportfmt"
+	"github.com/stratamem/strata/exportfmt"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -99,5 +100,23 @@ func TestWriteNoRevision(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "revision") || r.Revision != 7 {
 		t.Errorf("export %s (record revision now %d)", buf.String(), r.Revision)
+	}
+}
+
+func TestDuplicates(t *testing.T) {
+	in := `{"memctl_export":1,"dimension":0}
+{"id":"a","text":"1"}
+{"id":"b","text":"2"}
+not json
+{"id":"a","text":"3"}
+{"id":"bad id","text":"4"}
+{"id":"bad id","text":"5"}
+{"id":"a","text":"6"}
+{"id":"b","text":"7"}
+`
+	dups, err := exportfmt.Duplicates(strings.NewReader(in), func(id string) bool { return strings.Contains(id, " ") })
+	want := []exportfmt.Duplicate{{ID: "a", Lines: [2]int{2, 5}}, {ID: "b", Lines: [2]int{3, 9}}}
+	if err != nil || !reflect.DeepEqual(dups, want) {
+		t.Fatalf("Duplicates = %+v, %v; want %+v", dups, err, want)
 	}
 }

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/stratamem/strata/environment"
+	"github.com/stratamem/strata/memory/semantic"
+	"github.com/stratamem/strata/vectorstore"
+)
+
+// copyResult is what reindex and migrate report.
+type copyResult struct {
+	Source  int `json:"source"`
+	Written int `json:"written"`
+	Skipped int `json:"skipped"`
+	Removed int `json:"removed,omitempty"`
+	// Extra counts the target's records the source does not hold, left
+	// in place (reindex --to without --prune).
+	Extra    int `json:"extra,omitempty"`
+	Verified int `json:"verified"`
+	Target   int `json:"target"`
+	// UpToDate is set when reindex had nothing to do.
+	UpToDate bool `json:"up_to_date,omitempty"`
+
+	extraIDs []string // the first few, for the message
+}
+
+func (a *app) report(r copyResult, what string) error {
+	if a.flags.json {
+		return writeJSON(a.io.Out, r)
+	}
+	fmt.Fprintf(a.io.Out, "%s: %d records, %d written, %d already there, verified %d/%d (target holds %d)\n",
+		esc(what), r.Source, r.Written, r.Skipped, r.Verified, r.Source, r.Target)
+	return nil
+}
+
+// sameContent reports whether two records agree on everything but the
+// vector (and, when model is not "", the semantic "embedding" marker,
+// expected to name model in d).
+func sameContent(s, d *vectorstore.Record, model string) bool {
+	if _, ok := s.Metadata[semantic.MetaEmbedding]; ok && model != "" {
+		c := *s
+		c.Metadata = maps.Clone(s.Metadata)
+		c.Metadata[semantic.MetaEmbedding] = model
+		s = &c
+	}
+	return environment.SameContent(s, d)
+}
+
+// idsOf lists the ids of recs.
+func idsOf(recs []vectorstore.Record) []string {
+	ids := make([]string, len(recs))
+	for i := range recs {
+		ids[i] = recs[i].ID
+	}
+	return ids
+}
+
+// byIDs reads the records of dst with these ids (at most
+// vectorstore.MaxListLimit).
+func byIDs(ctx context.Context, dst *vectorstore.Collection, ids []string, vectors bool) (map[string]vectorstore.Record, error) {
+	recs, _, err := dst.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{IDs: ids}, Limit: len(ids), WithVectors: vectors})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]vectorstore.Record, len(recs))
+	for _, r := range recs {
+		out[r.ID] = r
+	}
+	return out, nil
+}
+
+// verifyCopy checks that every source record (matching flt and include)
+// is in dst as same says, and counts dst.
+func verifyCopy(ctx context.Context, src, dst *vectorstore.Collection, flt vectorstore.Filter, include func(*vectorstore.Record) bool,
+	res *copyResult, same func(s, d *vectorstore.Record) bool) (err error) {
+	res.Verified, res.Target, err = environment.VerifyCopy(ctx, src, dst, environment.CopyOptions{Filter: flt, Include: include}, same)
+	return err
+}
+
+// recordsEqual compares two records field by field, vectors included.
+func recordsEqual(x, y *vectorstore.Record) bool {
+	return environment.SameContent(x, y) && slices.Equal(x.Vector, y.Vector)
+}
