@@ -37,15 +37,8 @@ func CopyRecords(ctx context.Context, src, dst *vectorstore.Collection, opts Cop
 	if size <= 0 {
 		size = 500
 	}
-	var batch []vectorstore.Record
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		have, err := recordsByID(ctx, dst, idsOf(batch), true)
-		if err != nil {
-			return err
-		}
+	var err error
+	res.Source, err = inBatches(ctx, src, dst, opts, size, func(batch []vectorstore.Record, have map[string]vectorstore.Record) error {
 		var todo []vectorstore.Record
 		for i := range batch {
 			if h, ok := have[batch[i].ID]; ok && SameRecord(&batch[i], &h) {
@@ -61,25 +54,9 @@ func CopyRecords(ctx context.Context, src, dst *vectorstore.Collection, opts Cop
 		if opts.Progress != nil {
 			opts.Progress(len(batch))
 		}
-		batch = batch[:0]
 		return nil
-	}
-	for r, err := range src.All(ctx, vectorstore.ListOptions{Filter: opts.Filter, Limit: 1000, WithVectors: true}) {
-		if err != nil {
-			return res, err
-		}
-		if opts.Include != nil && !opts.Include(&r) {
-			continue
-		}
-		res.Source++
-		batch = append(batch, r)
-		if len(batch) >= size {
-			if err := flush(); err != nil {
-				return res, err
-			}
-		}
-	}
-	return res, flush()
+	})
+	return res, err
 }
 
 // VerifyCopy counts the selected records of src (opts.Filter and
@@ -89,42 +66,58 @@ func VerifyCopy(ctx context.Context, src, dst *vectorstore.Collection, opts Copy
 	if same == nil {
 		same = SameRecord
 	}
-	var batch []vectorstore.Record
-	check := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		have, err := recordsByID(ctx, dst, idsOf(batch), true)
-		if err != nil {
-			return err
-		}
+	_, err = inBatches(ctx, src, dst, opts, 500, func(batch []vectorstore.Record, have map[string]vectorstore.Record) error {
 		for i := range batch {
 			if h, ok := have[batch[i].ID]; ok && same(&batch[i], &h) {
 				verified++
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		return verified, 0, err
+	}
+	target, err = dst.Count(ctx, vectorstore.Filter{})
+	return verified, target, err
+}
+
+// inBatches reads the selected records of src (opts.Filter and
+// opts.Include), vectors included, and calls fn with each batch of size
+// of them (the last one smaller) and the records dst holds of their ids.
+// It returns the number of records selected before it stopped.
+func inBatches(ctx context.Context, src, dst *vectorstore.Collection, opts CopyOptions, size int,
+	fn func(batch []vectorstore.Record, have map[string]vectorstore.Record) error) (selected int, err error) {
+	var batch []vectorstore.Record
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		have, err := RecordsByID(ctx, dst, idsOf(batch), true)
+		if err != nil {
+			return err
+		}
+		if err := fn(batch, have); err != nil {
+			return err
 		}
 		batch = batch[:0]
 		return nil
 	}
 	for r, err := range src.All(ctx, vectorstore.ListOptions{Filter: opts.Filter, Limit: 1000, WithVectors: true}) {
 		if err != nil {
-			return verified, 0, err
+			return selected, err
 		}
 		if opts.Include != nil && !opts.Include(&r) {
 			continue
 		}
+		selected++
 		batch = append(batch, r)
-		if len(batch) == 500 {
-			if err := check(); err != nil {
-				return verified, 0, err
+		if len(batch) >= size {
+			if err := flush(); err != nil {
+				return selected, err
 			}
 		}
 	}
-	if err := check(); err != nil {
-		return verified, 0, err
-	}
-	target, err = dst.Count(ctx, vectorstore.Filter{})
-	return verified, target, err
+	return selected, flush()
 }
 
 // SameRecord compares two records field by field, vectors within float32

@@ -98,7 +98,7 @@ func QuotingContexts(ctx context.Context, c *vectorstore.Collection, msgs []vect
 	var out []vectorstore.Record
 	for lo := 0; lo < len(order); lo += 1000 {
 		chunk := order[lo:min(lo+1000, len(order))]
-		byID, err := recordsByID(ctx, c, chunk, false)
+		byID, err := RecordsByID(ctx, c, chunk, false)
 		if err != nil {
 			return nil, err
 		}
@@ -130,9 +130,9 @@ func threadMessages(ctx context.Context, c *vectorstore.Collection, layer, threa
 	return t, nil
 }
 
-// recordsByID reads the records of c with these ids (at most
-// vectorstore.MaxListLimit).
-func recordsByID(ctx context.Context, c *vectorstore.Collection, ids []string, vectors bool) (map[string]vectorstore.Record, error) {
+// RecordsByID reads the records of c with these ids (at most
+// vectorstore.MaxListLimit), by id.
+func RecordsByID(ctx context.Context, c *vectorstore.Collection, ids []string, vectors bool) (map[string]vectorstore.Record, error) {
 	recs, _, err := c.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{IDs: ids}, Limit: len(ids), WithVectors: vectors})
 	if err != nil {
 		return nil, err

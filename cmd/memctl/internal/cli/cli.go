@@ -206,6 +206,15 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	}
 }
 
+// fileArg is the optional FILE argument of a command: "-" (stdin or
+// stdout) when it is not given.
+func fileArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return "-"
+}
+
 func rangeArgs(lo, hi int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < lo || len(args) > hi {

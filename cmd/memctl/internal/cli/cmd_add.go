@@ -228,13 +228,9 @@ func (a *app) runAdd(ctx context.Context, cmd *cobra.Command, f *addFlags) error
 	if len(f.text) > memory.MaxRecordTextBytes {
 		return usageErrorf("text is %d bytes, at most %d", len(f.text), memory.MaxRecordTextBytes)
 	}
-	md := map[string]string{}
-	for _, kv := range f.meta {
-		k, v, err := parseKV(kv)
-		if err != nil {
-			return err
-		}
-		md[k] = v
+	md, err := parseMeta(f.meta)
+	if err != nil {
+		return err
 	}
 	now := a.now().UTC()
 	validFrom, err := parseTimeFlag("--valid-from", f.validFrom, now)

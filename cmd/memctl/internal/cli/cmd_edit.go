@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,13 +111,9 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 		}
 		*p.dst = &t
 	}
-	set := map[string]string{}
-	for _, kv := range f.meta {
-		k, v, err := parseKV(kv)
-		if err != nil {
-			return err
-		}
-		set[k] = v
+	set, err := parseMeta(f.meta)
+	if err != nil {
+		return err
 	}
 	if cmd.Flags().Changed("text") {
 		t, err := a.readText(f.text)
@@ -127,18 +122,11 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 		}
 		f.text = t
 	}
-	s, err := a.openStore(ctx, openRead, nil)
+	s, old, err := a.openRecord(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	old, err := s.coll.Get(ctx, id)
-	if errors.Is(err, vectorstore.ErrNotFound) {
-		return notFoundf("no memory with id %q in %s", id, s.ref)
-	}
-	if err != nil {
-		return err
-	}
 	r := old.Clone()
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}

@@ -32,11 +32,7 @@ trip through memctl import is lossless, across backends:
   memctl --store postgres://db/strata import memories.jsonl`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "-"
-			if len(args) == 1 {
-				path = args[0]
-			}
-			return a.runExport(cmd.Context(), path, &f)
+			return a.runExport(cmd.Context(), fileArg(args), &f)
 		},
 	}
 	f.register(cmd)
@@ -46,11 +42,7 @@ trip through memctl import is lossless, across backends:
 }
 
 func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error {
-	flt, match, err := f.build(a.now())
-	if err != nil {
-		return err
-	}
-	s, err := a.openStore(ctx, openRead, nil)
+	s, flt, match, err := a.openFiltered(ctx, &f.filterFlags)
 	if err != nil {
 		return err
 	}

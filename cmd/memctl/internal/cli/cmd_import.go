@@ -48,11 +48,7 @@ each id winning. (The input is read twice; stdin is kept in a temporary
 file for the second reading.)`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "-"
-			if len(args) == 1 {
-				path = args[0]
-			}
-			return a.runImport(cmd.Context(), path, &f)
+			return a.runImport(cmd.Context(), fileArg(args), &f)
 		},
 	}
 	cmd.Flags().BoolVar(&f.keepGoing, "keep-going", false, "skip bad lines and go on (default: stop at the first)")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratamem/strata/embed"
 	"github.com/stratamem/strata/embedded"
+	"github.com/stratamem/strata/environment"
 	"github.com/stratamem/strata/memory/semantic"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/chromem"
@@ -128,16 +129,11 @@ func (a *app) runReindex(ctx context.Context, arg string, f *reindexFlags) error
 	if err != nil {
 		return err
 	}
-	src, err := a.openRef(ctx, ref, openRead, nil, false)
+	src, lz, dim, err := a.openReembed(ctx, ref, target, false)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	lz := embed.NewLazy(target, 0, nil)
-	dim, err := lz.Resolve(ctx)
-	if err != nil {
-		return err
-	}
 	dst, err := a.openRef(ctx, toRef, openCreate, &createSpec{Dim: dim, Distance: src.Info().Distance, Embedder: target.ID(), Spec: &target}, false)
 	if err != nil {
 		return err
@@ -211,16 +207,11 @@ func (a *app) reindexDir(ctx context.Context, ref storeRef, target embed.Spec, f
 		}
 		return a.report(copyResult{Source: n, Skipped: n, Verified: n, Target: n, UpToDate: true}, "")
 	}
-	src, err := a.openRef(ctx, ref, openRead, nil, true)
+	src, lz, dim, err := a.openReembed(ctx, ref, target, true)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	lz := embed.NewLazy(target, 0, nil)
-	dim, err := lz.Resolve(ctx)
-	if err != nil {
-		return err
-	}
 	if st.Phase == "" {
 		if err := os.MkdirAll(work, 0o755); err != nil {
 			return err
@@ -256,6 +247,22 @@ func (a *app) reindexDir(ctx context.Context, ref storeRef, target embed.Spec, f
 		return err
 	}
 	return a.report(res, fmt.Sprintf("re-embedded %s with %s (%d-d)", dir, target.ID(), dim))
+}
+
+// openReembed opens the source store of a reindex (allowPending as for
+// openRef) and the target embedder, resolving its dimension.
+func (a *app) openReembed(ctx context.Context, ref storeRef, target embed.Spec, allowPending bool) (*store, *embed.Lazy, int, error) {
+	src, err := a.openRef(ctx, ref, openRead, nil, allowPending)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	lz := embed.NewLazy(target, 0, nil)
+	dim, err := lz.Resolve(ctx)
+	if err != nil {
+		_ = src.Close()
+		return nil, nil, 0, err
+	}
+	return src, lz, dim, nil
 }
 
 // finishSwap switches an embedded directory to the re-embedded records.
@@ -301,7 +308,7 @@ func (a *app) reembed(ctx context.Context, src, dst *vectorstore.Collection, emb
 		if len(batch) == 0 {
 			return nil
 		}
-		have, err := byIDs(ctx, dst, idsOf(batch), false)
+		have, err := environment.RecordsByID(ctx, dst, idsOf(batch), false)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,18 +39,11 @@ func (a *app) runShow(ctx context.Context, id string, vectors bool) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	s, err := a.openStore(ctx, openRead, nil)
+	s, r, err := a.openRecord(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	r, err := s.coll.Get(ctx, id)
-	if errors.Is(err, vectorstore.ErrNotFound) {
-		return notFoundf("no memory with id %q in %s", id, s.ref)
-	}
-	if err != nil {
-		return err
-	}
 	if a.flags.json {
 		if !vectors {
 			r.Vector = nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratamem/strata/cmd/memctl/internal/progress"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -56,11 +57,7 @@ or the default), and the embedder and vector dimension.`,
 }
 
 func (a *app) runStats(ctx context.Context, f *filterFlags) error {
-	flt, match, err := f.build(a.now())
-	if err != nil {
-		return err
-	}
-	s, err := a.openStore(ctx, openRead, nil)
+	s, flt, match, err := a.openFiltered(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -120,9 +117,9 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 	fmt.Fprintf(tw, "  chosen by:\t%s\n", cell(st.EmbedderSrc))
 	fmt.Fprintf(tw, "  dimension:\t%d (%s)\n", st.Dimension, st.Distance)
 	fmt.Fprintf(tw, "Memories:\t%d in %s and %s\n", st.Records, plural(st.Threads, "thread", "threads"), plural(st.Resources, "resource", "resources"))
-	size := fmt.Sprintf("%s of data", humanBytes(st.DataBytes))
+	size := fmt.Sprintf("%s of data", progress.Bytes(st.DataBytes, " "))
 	if st.DiskBytes > 0 {
-		size += fmt.Sprintf(", %s on disk", humanBytes(st.DiskBytes))
+		size += fmt.Sprintf(", %s on disk", progress.Bytes(st.DiskBytes, " "))
 	}
 	fmt.Fprintf(tw, "Size:\t%s\n", size)
 	section := func(title string, m map[string]int) {
@@ -143,16 +140,4 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 	section("By kind", st.ByKind)
 	section("By embedding model (semantic metadata)", st.Embeddings)
 	return tw.Flush()
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

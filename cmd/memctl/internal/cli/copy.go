@@ -59,20 +59,6 @@ func idsOf(recs []vectorstore.Record) []string {
 	return ids
 }
 
-// byIDs reads the records of dst with these ids (at most
-// vectorstore.MaxListLimit).
-func byIDs(ctx context.Context, dst *vectorstore.Collection, ids []string, vectors bool) (map[string]vectorstore.Record, error) {
-	recs, _, err := dst.List(ctx, vectorstore.ListOptions{Filter: vectorstore.Filter{IDs: ids}, Limit: len(ids), WithVectors: vectors})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]vectorstore.Record, len(recs))
-	for _, r := range recs {
-		out[r.ID] = r
-	}
-	return out, nil
-}
-
 // verifyCopy checks that every source record (matching flt and include)
 // is in dst as same says, and counts dst.
 func verifyCopy(ctx context.Context, src, dst *vectorstore.Collection, flt vectorstore.Filter, include func(*vectorstore.Record) bool,

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -80,6 +81,20 @@ func (f *filterFlags) build(now time.Time) (vectorstore.Filter, string, error) {
 	return flt, strings.ToLower(f.text), nil
 }
 
+// openFiltered builds the store filter and the text match of f and opens
+// the configured store to read. The caller closes the store.
+func (a *app) openFiltered(ctx context.Context, f *filterFlags) (*store, vectorstore.Filter, string, error) {
+	flt, match, err := f.build(a.now())
+	if err != nil {
+		return nil, flt, "", err
+	}
+	s, err := a.openStore(ctx, openRead, nil)
+	if err != nil {
+		return nil, flt, "", err
+	}
+	return s, flt, match, nil
+}
+
 // matchText applies the case-insensitive text match.
 func matchText(r *vectorstore.Record, lowered string) bool {
 	return lowered == "" || strings.Contains(strings.ToLower(r.Text), lowered)
@@ -110,6 +125,19 @@ func parseKV(kv string) (string, string, error) {
 		return "", "", usageErrorf("--meta %q: invalid key (want [A-Za-z_][A-Za-z0-9_-]{0,63})", kv)
 	}
 	return k, v, nil
+}
+
+// parseMeta reads --meta KEY=VALUE flags.
+func parseMeta(kvs []string) (map[string]string, error) {
+	md := map[string]string{}
+	for _, kv := range kvs {
+		k, v, err := parseKV(kv)
+		if err != nil {
+			return nil, err
+		}
+		md[k] = v
+	}
+	return md, nil
 }
 
 // parseTimeFlag reads a time: RFC 3339 (with or without a zone, UTC

@@ -89,6 +89,25 @@ func (a *app) openStore(ctx context.Context, mode openMode, cs *createSpec) (*st
 	return a.openRef(ctx, ref, mode, cs, false)
 }
 
+// openRecord opens the configured store to read and reads the record
+// with this id from it: a not-found error naming the store when it holds
+// none. The caller closes the store.
+func (a *app) openRecord(ctx context.Context, id string) (*store, vectorstore.Record, error) {
+	s, err := a.openStore(ctx, openRead, nil)
+	if err != nil {
+		return nil, vectorstore.Record{}, err
+	}
+	r, err := s.coll.Get(ctx, id)
+	if errors.Is(err, vectorstore.ErrNotFound) {
+		err = notFoundf("no memory with id %q in %s", id, s.ref)
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, vectorstore.Record{}, err
+	}
+	return s, r, nil
+}
+
 // openRef opens a store reference through environment.Open. allowPending
 // lets reindex open a directory whose reindex was interrupted.
 func (a *app) openRef(ctx context.Context, ref storeRef, mode openMode, cs *createSpec, allowPending bool) (*store, error) {

@@ -151,18 +151,24 @@ func (b *Bar) render(now time.Time) string {
 
 func (b *Bar) count(n int64) string {
 	if b.unit == "bytes" {
-		switch {
-		case n >= 1<<30:
-			return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
-		case n >= 1<<20:
-			return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-		case n >= 1<<10:
-			return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
-		}
-		return fmt.Sprintf("%dB", n)
+		return Bytes(n, "")
 	}
 	if b.unit != "" {
 		return fmt.Sprintf("%d %s", n, b.unit)
 	}
 	return fmt.Sprint(n)
+}
+
+// Bytes formats a size of n bytes in GiB, MiB or KiB with one decimal,
+// or in B, with sep between the number and the unit.
+func Bytes(n int64, sep string) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f%sGiB", float64(n)/(1<<30), sep)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f%sMiB", float64(n)/(1<<20), sep)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f%sKiB", float64(n)/(1<<10), sep)
+	}
+	return fmt.Sprintf("%d%sB", n, sep)
 }

@@ -61,3 +61,21 @@ func TestBytesUnit(t *testing.T) {
 		t.Fatalf("line %q", l)
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		sep  string
+		want string
+	}{
+		{0, "", "0B"},
+		{1023, " ", "1023 B"},
+		{1 << 10, "", "1.0KiB"},
+		{3 << 20, " ", "3.0 MiB"},
+		{5 << 29, "", "2.5GiB"},
+	} {
+		if got := Bytes(c.n, c.sep); got != c.want {
+			t.Errorf("Bytes(%d, %q) = %q, want %q", c.n, c.sep, got, c.want)
+		}
+	}
+}
