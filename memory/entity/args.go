@@ -110,25 +110,17 @@ func parseEntity(raw json.RawMessage) (entityUpdate, error) {
 	}
 	var u entityUpdate
 
-	rawName, ok := fields["name"]
-	if !ok || jsonargs.IsNull(rawName) {
-		return u, fmt.Errorf(".name: missing")
-	}
-	var name string
-	if err := jsonargs.String(rawName, &name); err != nil {
-		return u, fmt.Errorf(".name: must be a string, got %s", jsonargs.Kind(rawName))
+	name, err := requiredString(fields, "name", "missing")
+	if err != nil {
+		return u, err
 	}
 	if err := u.checkName(name); err != nil {
 		return u, err
 	}
 
-	rawType, ok := fields["type"]
-	if !ok || jsonargs.IsNull(rawType) {
-		return u, fmt.Errorf(".type: missing (person, organization, place, concept or other)")
-	}
-	var typ string
-	if err := jsonargs.String(rawType, &typ); err != nil {
-		return u, fmt.Errorf(".type: must be a string, got %s", jsonargs.Kind(rawType))
+	typ, err := requiredString(fields, "type", "missing (person, organization, place, concept or other)")
+	if err != nil {
+		return u, err
 	}
 	if err := u.checkType(typ); err != nil {
 		return u, err
@@ -268,4 +260,18 @@ func (u *entityUpdate) checkPriority(priority *int) error {
 
 func badPriority(got string) error {
 	return fmt.Errorf(".priority: must be a whole number from 0 to %d, got %s", MaxPriority, got)
+}
+
+// requiredString reads the string field key of an entry; missing is the
+// error's reason when the field is absent or null.
+func requiredString(fields map[string]json.RawMessage, key, missing string) (string, error) {
+	raw, ok := fields[key]
+	if !ok || jsonargs.IsNull(raw) {
+		return "", fmt.Errorf(".%s: %s", key, missing)
+	}
+	var v string
+	if err := jsonargs.String(raw, &v); err != nil {
+		return "", fmt.Errorf(".%s: must be a string, got %s", key, jsonargs.Kind(raw))
+	}
+	return v, nil
 }

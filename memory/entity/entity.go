@@ -198,10 +198,7 @@ type Layer struct {
 // a *core.ConfigError naming the field; an unusable store with an error
 // wrapping memory.ErrInvalidStore.
 func New(store *memory.Store, opts Options) (*Layer, error) {
-	if err := store.Validate(); err != nil {
-		return nil, fmt.Errorf("entity: %w", err)
-	}
-	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+	common, err := layerkit.Open(store, "entity", opts.Common, layerkit.Defaults{
 		ID: DefaultID, Name: "Entities", Slot: core.SlotEntity, Budget: core.Range(200, 1000), Placement: core.PlacementAuto,
 		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
 	})
@@ -232,26 +229,11 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	}
 	l := &Layer{id: opts.ID, fn: opts.ID + "/update", callName: opts.CallName, scope: opts.Scope, store: store,
 		maxEnt: opts.MaxEntities, maxNotes: opts.MaxNotes, logger: opts.Logger}
-	hooks := core.Hooks[State]{
-		Init: layerkit.MirrorInit(store, l.id, "entity", l.load),
-		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
-			return core.Text[State](l.render(p.State, p.Budget, p.Tokens))
-		},
-		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
-			d := renderDelta(p.Prev, p.Next)
-			return d, d != "", nil
-		},
-		OnReturn: func(ctx context.Context, p core.ChildParams[State]) (*State, error) {
-			// A child writes to the store directly; reload so the parent
-			// sees what it recorded.
-			st, err := l.load(ctx, p.Parent)
-			if err != nil {
-				return nil, err
-			}
-			st.calls = p.State.calls
-			return &st, nil
-		},
-	}
+	// A child writes to the store directly: the parent reloads to see
+	// what it recorded.
+	hooks := layerkit.MirrorHooks(store, l.id, "entity", l.load, l.render,
+		func(_ State, prev, next []core.Item) string { return renderDelta(prev, next) },
+		func(st *State, parent State) { st.calls = parent.calls })
 	cl := layerkit.Spec[State](opts.Common)
 	if !opts.FunctionOnly {
 		hooks.Store = l.storeHook

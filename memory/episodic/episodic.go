@@ -150,16 +150,13 @@ type Layer struct {
 // fail with a *core.ConfigError naming the field; an unusable store with an
 // error wrapping memory.ErrInvalidStore.
 func New(store *memory.Store, opts Options) (*Layer, error) {
-	if err := store.Validate(); err != nil {
-		return nil, fmt.Errorf("episodic: %w", err)
-	}
 	placement := core.PlacementAnchor
 	if opts.Mode == Relevance {
 		placement = core.PlacementAuto
 	}
 	// Episodes exist to outlive the run, and are shared by a resource's
 	// threads by default.
-	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+	common, err := layerkit.Open(store, "episodic", opts.Common, layerkit.Defaults{
 		ID: DefaultID, Name: "Episodic memory", Slot: core.SlotEpisodic, Budget: core.Range(300, 2000), Placement: placement,
 		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
 	})

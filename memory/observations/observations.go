@@ -17,6 +17,7 @@ import (
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/memory/internal/ledger"
+	"github.com/stratamem/strata/memory/internal/render"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -135,10 +136,7 @@ type Layer struct {
 // *core.ConfigError naming the field; an unusable store with an error
 // wrapping memory.ErrInvalidStore.
 func New(store *memory.Store, opts Options) (*Layer, error) {
-	if err := store.Validate(); err != nil {
-		return nil, err
-	}
-	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+	common, err := ledger.Open(store, opts.Common, layerkit.Defaults{
 		ID: DefaultID, Name: "Observations", Slot: core.SlotObservations, Placement: core.PlacementAuto,
 		Scopes: Format.Scopes(), CheckID: layerkit.RecordSafe,
 	})
@@ -227,7 +225,7 @@ func (l *Layer) runtimeLayer() core.Layer[State] {
 			"Near-duplicates of what is already remembered are merged, not repeated.",
 		MaxArgumentBytes, l.callRecord)
 	return ledger.Spec(l.opts.Common, mergeState, core.Hooks[State]{
-		Init: l.init, Recall: l.recall, RenderDelta: l.renderDelta, Store: l.storeHook,
+		Init: l.init, Recall: l.recall, RenderDelta: render.DeltaHook[State](Delta), Store: l.storeHook,
 	}, record)
 }
 

@@ -45,16 +45,7 @@ func Render(obs []Observation, budget int, tok tokens.Tokenizer) string {
 	if used > budget {
 		return ""
 	}
-	lines := make([]string, 0, len(obs))
-	for _, o := range obs {
-		line := Line(o)
-		n := tok.Count("\n" + line)
-		if used+n > budget {
-			break
-		}
-		used += n
-		lines = append(lines, line)
-	}
+	lines, _ := render.Fill(obs, Line, tok, used, budget)
 	build := func(lines []string) string {
 		var b strings.Builder
 		b.WriteString(head)
@@ -109,23 +100,16 @@ func linesOf(items []core.Item) []string {
 	return out
 }
 
-// renderDelta describes how the fresh block differs from the pinned one:
-// the observations that are new or changed, and those no longer listed.
-// A merge or a new observation then costs a line or two instead of the
-// whole block. It declines (full republish) when nothing line-level
-// changed or the delta would not be smaller than the block.
-func (l *Layer) renderDelta(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
-	return Delta(p.Prev, p.Next)
-}
-
-// Delta is the renderDelta of the layer, exported for tests and custom
-// layers that render with Render.
+// Delta is the layer's render delta, exported for tests and custom
+// layers that render with Render. It describes how the fresh block next
+// differs from the pinned prev: the observations that are new or changed,
+// and those no longer listed. A merge or a new observation then costs a
+// line or two instead of the whole block. It declines (full republish)
+// when nothing line-level changed or the delta would not be smaller than
+// the block.
 func Delta(prev, next []core.Item) (string, bool, error) {
 	prevLines, nextLines := linesOf(prev), linesOf(next)
-	had := map[string]bool{}
-	for _, ln := range prevLines {
-		had[ln] = true
-	}
+	had := render.Set(prevLines)
 	nextKeys := map[string]bool{}
 	var changed []string
 	for _, ln := range nextLines {

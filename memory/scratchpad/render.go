@@ -90,11 +90,7 @@ func parseBlock(items []core.Item) (map[string]string, bool) {
 // whose value changed or appeared, and the keys deleted. "" means no
 // compact delta (the runtime republishes the whole block).
 func renderDelta(st State, prev, next []core.Item) string {
-	before, ok := parseBlock(prev)
-	if !ok {
-		return ""
-	}
-	after, ok := parseBlock(next)
+	before, after, ok := render.ParseBoth(prev, next, parseBlock)
 	if !ok {
 		return ""
 	}

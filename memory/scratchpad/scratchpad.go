@@ -130,10 +130,7 @@ type Layer struct {
 // options fail with a *core.ConfigError naming the field; an unusable store
 // with an error wrapping memory.ErrInvalidStore.
 func New(store *memory.Store, opts Options) (*Layer, error) {
-	if err := store.Validate(); err != nil {
-		return nil, fmt.Errorf("scratchpad: %w", err)
-	}
-	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+	common, err := layerkit.Open(store, "scratchpad", opts.Common, layerkit.Defaults{
 		ID: DefaultID, Name: "Scratchpad", Slot: core.SlotScratchpad, Budget: core.Range(100, 1000), Placement: core.PlacementAuto,
 		Scopes: Format.Scopes(), CheckID: layerkit.NoSlash,
 	})
@@ -149,26 +146,10 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	}
 	l := &Layer{id: opts.ID, fn: opts.ID + "/update", scope: opts.Scope, store: store, maxKeys: opts.MaxKeys}
 	cl := layerkit.Spec[State](opts.Common)
-	cl.Hooks = core.Hooks[State]{
-		Init: layerkit.MirrorInit(store, l.id, "scratchpad", l.load),
-		Recall: func(_ context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
-			return core.Text[State](l.render(p.State, p.Budget, p.Tokens))
-		},
-		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
-			d := renderDelta(p.State, p.Prev, p.Next)
-			return d, d != "", nil
-		},
-		OnReturn: func(ctx context.Context, p core.ChildParams[State]) (*State, error) {
-			// A child writes its notes to the store directly; reload so the
-			// parent sees them.
-			st, err := l.load(ctx, p.Parent)
-			if err != nil {
-				return nil, err
-			}
-			st.calls = p.State.calls
-			return &st, nil
-		},
-	}
+	// A child writes its notes to the store directly: the parent reloads
+	// to see them.
+	cl.Hooks = layerkit.MirrorHooks(store, l.id, "scratchpad", l.load, l.render, renderDelta,
+		func(st *State, parent State) { st.calls = parent.calls })
 	// No Store hook: "<id>/update" is applied only when the host routes
 	// it, after the steering layers' BeforeToolCall, so a denial holds. A
 	// store hook would run when the call is recorded, before anyone is

@@ -270,15 +270,7 @@ func (l *Layer) fuse(list []*cand, mode Mode, ideal float64, C int, subj subject
 			ranked = append(ranked, c)
 		}
 	}
-	slices.SortFunc(ranked, func(a, b *cand) int {
-		switch {
-		case a.d > b.d:
-			return -1
-		case a.d < b.d:
-			return 1
-		}
-		return strings.Compare(a.e.id, b.e.id)
-	})
+	slices.SortFunc(ranked, byDesc(func(c *cand) float64 { return c.d }))
 	ranked = ranked[:min(len(ranked), C)]
 	if rk.Fusion == FusionRRF {
 		for _, c := range list {

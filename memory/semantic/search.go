@@ -108,6 +108,19 @@ type cand struct {
 	nl, nd, score float64
 }
 
+// byDesc orders candidates by key, highest first, then by message id.
+func byDesc(key func(*cand) float64) func(a, b *cand) int {
+	return func(a, b *cand) int {
+		switch ka, kb := key(a), key(b); {
+		case ka > kb:
+			return -1
+		case ka < kb:
+			return 1
+		}
+		return strings.Compare(a.e.id, b.e.id)
+	}
+}
+
 // ranking is one search's working set: the candidates by id, and the
 // similarities known of the candidates and their neighbours.
 type ranking struct {
@@ -265,15 +278,7 @@ func (s *session) search(ctx context.Context, query string, k int, mode Mode, ex
 		subj = l.subject(query, append(seen[:len(seen):len(seen)], s.latest()...))
 	}
 	l.fuse(list, mode, ideal, C, subj)
-	slices.SortFunc(list, func(a, b *cand) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return strings.Compare(a.e.id, b.e.id)
-	})
+	slices.SortFunc(list, byDesc(func(c *cand) float64 { return c.score }))
 	if mode == ModeLexical {
 		// Only messages that match a query term.
 		n := 0

@@ -195,11 +195,8 @@ func (s *session) add(ctx context.Context, run core.RunInfo, it core.Item, index
 // pass, after the model has answered: a turn pays for the model call
 // once per batch, not once per message.
 func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
-	s := p.State.s
-	if s == nil {
-		return nil, ErrNotInitialised
-	}
-	if err := s.storeUnstored(ctx); err != nil {
+	s, err := storedSession(ctx, p.State)
+	if err != nil {
 		return nil, err
 	}
 	if l.o.Mode == ModeLexical {
@@ -221,14 +218,24 @@ func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*Stat
 }
 
 func (l *Layer) onComplete(ctx context.Context, p core.CompleteParams[State]) (*State, error) {
-	s := p.State.s
+	s, err := storedSession(ctx, p.State)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.flush(ctx)
+}
+
+// storedSession is how the store and complete hooks start: the state's
+// session, once what it has not stored yet is written.
+func storedSession(ctx context.Context, st State) (*session, error) {
+	s := st.s
 	if s == nil {
 		return nil, ErrNotInitialised
 	}
 	if err := s.storeUnstored(ctx); err != nil {
 		return nil, err
 	}
-	return nil, s.flush(ctx)
+	return s, nil
 }
 
 func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {

@@ -56,16 +56,8 @@ func (l *Layer) Render(facts []Fact, now time.Time, budget int, tok tokens.Token
 	if used > budget {
 		return ""
 	}
-	var cur, sch []string
-	for _, f := range current {
-		ln := line(f)
-		n := tok.Count("\n" + ln)
-		if used+n > budget {
-			break
-		}
-		used += n
-		cur = append(cur, ln)
-	}
+	cur, used := render.Fill(current, line, tok, used, budget)
+	var sch []string
 	if len(cur) == len(current) {
 		for _, f := range scheduled {
 			ln := line(f)
@@ -176,7 +168,7 @@ var (
 	reToday    = regexp.MustCompile(`today="(\d{4}-\d{2}-\d{2})" weekday="([A-Za-z]+)"`)
 )
 
-// parsed is a rendered block read back for renderDelta.
+// parsed is a rendered block read back for Delta.
 type parsed struct {
 	today, weekday string
 	lines          []string // fact lines, as rendered
@@ -207,27 +199,18 @@ func parseBlock(items []core.Item) parsed {
 	return p
 }
 
-// renderDelta publishes how the fresh ledger differs from the pinned one.
-// When only the date moved on, that is one sentence: the relative times
-// in the pinned block are each that many days older, and its dates are
-// exact. Facts that are new or changed are listed in full, facts no longer
-// current by date only. It declines (full republish) when the delta would
-// not be smaller than the block.
-func (l *Layer) renderDelta(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {
-	return Delta(p.Prev, p.Next)
-}
-
-// Delta is the layer's renderDelta over a pinned and a fresh block.
+// Delta is the layer's render delta over a pinned and a fresh block: how
+// the fresh ledger differs from the pinned one. When only the date moved
+// on, that is one sentence: the relative times in the pinned block are
+// each that many days older, and its dates are exact. Facts that are new
+// or changed are listed in full, facts no longer current by date only. It
+// declines (full republish) when the delta would not be smaller than the
+// block.
 func Delta(prev, next []core.Item) (string, bool, error) {
 	a, b := parseBlock(prev), parseBlock(next)
-	had := map[string]bool{}
-	for _, k := range a.keys {
-		had[k] = true
-	}
-	has := map[string]bool{}
+	had, has := render.Set(a.keys), render.Set(b.keys)
 	var changed []string
 	for i, k := range b.keys {
-		has[k] = true
 		if !had[k] {
 			changed = append(changed, b.lines[i])
 		}

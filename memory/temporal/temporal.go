@@ -15,6 +15,7 @@ import (
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/internal/layerkit"
 	"github.com/stratamem/strata/memory/internal/ledger"
+	"github.com/stratamem/strata/memory/internal/render"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -213,10 +214,7 @@ type Layer struct {
 // *core.ConfigError naming the field; an unusable store with an error
 // wrapping memory.ErrInvalidStore.
 func New(store *memory.Store, opts Options) (*Layer, error) {
-	if err := store.Validate(); err != nil {
-		return nil, err
-	}
-	common, err := layerkit.Resolve(opts.Common, layerkit.Defaults{
+	common, err := ledger.Open(store, opts.Common, layerkit.Defaults{
 		ID: DefaultID, Name: "Temporal facts", Slot: DefaultSlot, Placement: core.PlacementAnchor,
 		Scopes: Format.Scopes(), CheckID: layerkit.RecordSafe,
 	})
@@ -311,7 +309,7 @@ func (l *Layer) runtimeLayer() core.Layer[State] {
 		"List the facts that were true on a date (at the end of that day), e.g. to answer 'where did Alice live in March?'.",
 		MaxArgumentBytes, l.callAsOf)
 	return ledger.Spec(l.opts.Common, mergeState, core.Hooks[State]{
-		Init: l.init, Recall: l.recall, RenderDelta: l.renderDelta, OnItemAppend: l.onItemAppend, Store: l.storeHook,
+		Init: l.init, Recall: l.recall, RenderDelta: render.DeltaHook[State](Delta), OnItemAppend: l.onItemAppend, Store: l.storeHook,
 	}, record, asOf)
 }
 

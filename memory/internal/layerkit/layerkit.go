@@ -23,6 +23,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/memory"
+	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -47,6 +48,16 @@ type Defaults struct {
 	// CheckID, when set, vets the (defaulted) id; NoSlash and RecordSafe
 	// are the layers' rules.
 	CheckID func(id string) error
+}
+
+// Open is how a layer's New starts: store must be usable, else the error
+// (wrapping memory.ErrInvalidStore) starts with name; then c is resolved
+// from d (Resolve).
+func Open(store *memory.Store, name string, c memory.Common, d Defaults) (memory.Common, error) {
+	if err := store.Validate(); err != nil {
+		return c, fmt.Errorf("%s: %w", name, err)
+	}
+	return Resolve(c, d)
 }
 
 // Resolve returns c with its zero fields set from d, checked in the order
@@ -250,6 +261,38 @@ func MirrorInit[S any](store *memory.Store, layer, name string, load func(contex
 			}
 		}
 		return load(ctx, p.Run)
+	}
+}
+
+// MirrorHooks are the hooks of a layer whose state is a mirror of its
+// scope's records and whose writes are its routed calls (entity,
+// scratchpad): Init is MirrorInit; Recall is render's text of the state
+// within the budget; RenderDelta is delta's text, no compact delta when
+// it is ""; OnReturn loads the parent's scope again, since a child writes
+// to the store directly, and keep carries over what the reloaded state
+// takes from the parent's.
+func MirrorHooks[S any](store *memory.Store, layer, name string,
+	load func(context.Context, core.RunInfo) (S, error),
+	render func(st S, budget int, tk tokens.Tokenizer) string,
+	delta func(st S, prev, next []core.Item) string,
+	keep func(reloaded *S, parent S)) core.Hooks[S] {
+	return core.Hooks[S]{
+		Init: MirrorInit(store, layer, name, load),
+		Recall: func(_ context.Context, p core.RecallParams[S]) (core.Recall[S], error) {
+			return core.Text[S](render(p.State, p.Budget, p.Tokens))
+		},
+		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[S]) (string, bool, error) {
+			d := delta(p.State, p.Prev, p.Next)
+			return d, d != "", nil
+		},
+		OnReturn: func(ctx context.Context, p core.ChildParams[S]) (*S, error) {
+			st, err := load(ctx, p.Parent)
+			if err != nil {
+				return nil, err
+			}
+			keep(&st, p.State)
+			return &st, nil
+		},
 	}
 }
 

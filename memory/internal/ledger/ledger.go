@@ -34,6 +34,16 @@ type Ledger struct {
 	Name string
 }
 
+// Open is how both layers' New start: store must be usable (else its
+// error, wrapping memory.ErrInvalidStore), then c is resolved from d
+// (layerkit.Resolve).
+func Open(store *memory.Store, c memory.Common, d layerkit.Defaults) (memory.Common, error) {
+	if err := store.Validate(); err != nil {
+		return c, err
+	}
+	return layerkit.Resolve(c, d)
+}
+
 // ScopeOf is the record scope of a run. A thread's records name its
 // resource too.
 func (g *Ledger) ScopeOf(run core.RunInfo) vectorstore.Scope {

@@ -4,6 +4,7 @@
 package render
 
 import (
+	"context"
 	"slices"
 	"sort"
 	"strings"
@@ -61,6 +62,23 @@ func (b Block) Fit(tk tokens.Tokenizer, budget int) string {
 		sel = sel[:len(sel)-1]
 	}
 	return ""
+}
+
+// Fill renders entries, in order, while each line fits budget with used
+// tokens already spent, counting a line after a newline; it stops at the
+// first that does not fit and returns the lines and the tokens then used.
+func Fill[E any](entries []E, line func(E) string, tok tokens.Tokenizer, used, budget int) ([]string, int) {
+	var lines []string
+	for _, e := range entries {
+		ln := line(e)
+		n := tok.Count("\n" + ln)
+		if used+n > budget {
+			break
+		}
+		used += n
+		lines = append(lines, ln)
+	}
+	return lines, used
 }
 
 // render renders the entries sel (indices into Lines) in display order,
@@ -131,24 +149,45 @@ func BlockLines(items []core.Item, openTag, closeTag string) (lines []string, ok
 	return lines[1 : len(lines)-1], true
 }
 
+// DeltaHook is the RenderDelta hook that answers with delta of the pinned
+// and the fresh block.
+func DeltaHook[S any](delta func(prev, next []core.Item) (string, bool, error)) func(context.Context, core.RenderDeltaParams[S]) (string, bool, error) {
+	return func(_ context.Context, p core.RenderDeltaParams[S]) (string, bool, error) {
+		return delta(p.Prev, p.Next)
+	}
+}
+
+// Set is the set of the strings in list.
+func Set(list []string) map[string]bool {
+	set := make(map[string]bool, len(list))
+	for _, e := range list {
+		set[e] = true
+	}
+	return set
+}
+
+// ParseBoth reads the pinned block prev and the fresh block next with
+// parse, the first step of a render delta; ok is false when either does
+// not parse.
+func ParseBoth[T any](prev, next []core.Item, parse func([]core.Item) (T, bool)) (before, after T, ok bool) {
+	if before, ok = parse(prev); !ok {
+		return before, after, false
+	}
+	after, ok = parse(next)
+	return before, after, ok
+}
+
 // NewEntries is the render delta of a block whose entries are never
 // retracted: the entries of the fresh block next that the pinned prev does
 // not show, one a line under header. It is "" (no compact delta: the
 // runtime republishes the block) when entries cannot read either block or
 // nothing is new.
 func NewEntries(prev, next []core.Item, entries func([]core.Item) ([]string, bool), header string) string {
-	before, ok := entries(prev)
+	before, after, ok := ParseBoth(prev, next, entries)
 	if !ok {
 		return ""
 	}
-	after, ok := entries(next)
-	if !ok {
-		return ""
-	}
-	had := make(map[string]bool, len(before))
-	for _, e := range before {
-		had[e] = true
-	}
+	had := Set(before)
 	var added []string
 	for _, e := range after {
 		if !had[e] {
