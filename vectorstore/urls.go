@@ -247,10 +247,5 @@ func (m *URLMux) Open(ctx context.Context, rawURL string, opts *Options) (*Colle
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	c, err := NewCollection(d, &o)
-	if err != nil {
-		_ = d.Close()
-		return nil, err
-	}
-	return c, nil
+	return WrapOpened(d, nil, &o)
 }

@@ -122,6 +122,21 @@ func NewCollection(d driver.Collection, opts *Options) (*Collection, error) {
 	return c, nil
 }
 
+// WrapOpened is NewCollection for the driver collection d just opened
+// with error err, as drivers' constructors return them: it returns err if
+// the open failed, and closes d if NewCollection refuses it.
+func WrapOpened(d driver.Collection, err error, opts *Options) (*Collection, error) {
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewCollection(d, opts)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 func init() {
 	hook.DriverOf = func(c any) driver.Collection { return c.(*Collection).drv }
 }
@@ -363,25 +378,24 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 // condition never empties a collection by accident.
 func (c *Collection) DeleteWhere(ctx context.Context, f Filter) (int, error) {
 	const op = "delete where"
-	if err := c.enter(op); err != nil {
-		return 0, err
-	}
-	defer c.leave()
-	nf, err := c.prepareFilter(op, f)
-	if err != nil {
-		return 0, err
-	}
-	if nf.IsZero() {
-		return 0, &Error{Code: CodeInvalidFilter, Op: op, Msg: "refusing to delete with an empty filter"}
-	}
-	n, err := c.drv.DeleteWhere(ctx, nf)
-	return n, wrap(op, err)
+	return c.countWhere(ctx, op, f, func(ctx context.Context, nf Filter) (int, error) {
+		if nf.IsZero() {
+			return 0, &Error{Code: CodeInvalidFilter, Op: op, Msg: "refusing to delete with an empty filter"}
+		}
+		return c.drv.DeleteWhere(ctx, nf)
+	})
 }
 
 // Count returns the number of records matching f (all records for the zero
 // Filter).
 func (c *Collection) Count(ctx context.Context, f Filter) (int, error) {
-	const op = "count"
+	return c.countWhere(ctx, "count", f, c.drv.Count)
+}
+
+// countWhere runs op, the driver call call that counts what it does with
+// the records matching f, with f validated and normalised. A typed error
+// call returns is passed on as it is.
+func (c *Collection) countWhere(ctx context.Context, op string, f Filter, call func(context.Context, Filter) (int, error)) (int, error) {
 	if err := c.enter(op); err != nil {
 		return 0, err
 	}
@@ -390,7 +404,7 @@ func (c *Collection) Count(ctx context.Context, f Filter) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.drv.Count(ctx, nf)
+	n, err := call(ctx, nf)
 	return n, wrap(op, err)
 }
 

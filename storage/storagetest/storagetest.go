@@ -626,25 +626,14 @@ func testKeys(t *testing.T, h Harness) {
 			t.Fatalf("Keys(%q, %q) of an empty store = %v, %v; want an empty slice", sc[0], sc[1], got, err)
 		}
 	}
-	revs := map[storage.Key]int64{}
-	for i, k := range listingKeys {
-		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
-	}
+	revs := putNumbered(t, s, listingKeys)
 	wantKeys(t, s, listingKeys, nil)
 	// Listing changes nothing.
-	for i, k := range listingKeys {
-		wantEntry(t, s, k, fmt.Sprintf("value %d", i), revs[k])
-	}
+	wantNumbered(t, s, listingKeys, revs)
 	// Deleted keys are gone from the listing (a file store's tombstones
 	// included); their neighbours stay.
 	gone := map[storage.Key]bool{}
-	for _, i := range []int{0, 4, 8, len(listingKeys) - 5, len(listingKeys) - 7} {
-		k := listingKeys[i]
-		if err := s.Delete(ctx, k, revs[k]); err != nil {
-			t.Fatal(err)
-		}
-		gone[k] = true
-	}
+	deleteKeys(t, s, revs, gone, listingKeys[0], listingKeys[4], listingKeys[8], listingKeys[len(listingKeys)-5], listingKeys[len(listingKeys)-7])
 	wantKeys(t, s, listingKeys, gone)
 	// Re-created keys come back once.
 	k := listingKeys[0]
@@ -690,26 +679,39 @@ func testKeysInvalidScope(t *testing.T, h Harness) {
 	}
 }
 
+func listKeys(ctx context.Context, l storage.Lister) (any, error) {
+	return l.Keys(ctx, k1.Scope, k1.ScopeID)
+}
+
 func testKeysCanceledContext(t *testing.T, h Harness) {
-	s := open(t, h)
-	l := lister(t, s)
-	mustPut(t, s, k1, "v", 0)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if got, err := l.Keys(cctx, k1.Scope, k1.ScopeID); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Keys with canceled context = %v, %v; want context.Canceled", got, err)
-	}
+	wantListFails(t, h, false, lister, "Keys", listKeys)
 }
 
 func testKeysClosed(t *testing.T, h Harness) {
-	s := h.New(t)
-	l := lister(t, s)
+	wantListFails(t, h, true, lister, "Keys", listKeys)
+}
+
+// wantListFails checks that list, called on the listing need returns for a
+// store of h holding k1, fails with context.Canceled when its context is
+// canceled or, with closeFirst, with storage.ErrClosed when the store was
+// closed. need skips a store without the listing.
+func wantListFails[L any](t *testing.T, h Harness, closeFirst bool, need func(*testing.T, storage.Store) L, name string, list func(context.Context, L) (any, error)) {
+	t.Helper()
+	s := open(t, h) // a second Close returns ErrClosed, ignored
+	l := need(t, s)
 	mustPut(t, s, k1, "v", 0)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	lctx, want, wantName, when := ctx, storage.ErrClosed, "ErrClosed", "after Close"
+	if closeFirst {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		lctx, want, wantName, when = cctx, context.Canceled, "context.Canceled", "with canceled context"
 	}
-	if got, err := l.Keys(ctx, k1.Scope, k1.ScopeID); !errors.Is(err, storage.ErrClosed) {
-		t.Fatalf("Keys after Close = %v, %v; want ErrClosed", got, err)
+	if got, err := list(lctx, l); !errors.Is(err, want) {
+		t.Fatalf("%s %s = %v, %v; want %s", name, when, got, err, wantName)
 	}
 }
 
@@ -724,23 +726,53 @@ func testKeysReopen(t *testing.T, h Harness) {
 	// returns ErrClosed, ignored.)
 	s := open(t, h)
 	lister(t, s)
-	revs := map[storage.Key]int64{}
-	for i, k := range listingKeys {
+	revs := putNumbered(t, s, listingKeys)
+	gone := map[storage.Key]bool{}
+	deleteKeys(t, s, revs, gone, listingKeys[1], listingKeys[len(listingKeys)-6])
+	wantKeys(t, closeReopen(t, h, s), listingKeys, gone)
+}
+
+// putNumbered puts "value i" at the i-th of keys, each new, and returns
+// the revisions written.
+func putNumbered(t *testing.T, s storage.Store, keys []storage.Key) map[storage.Key]int64 {
+	t.Helper()
+	revs := make(map[storage.Key]int64, len(keys))
+	for i, k := range keys {
 		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
 	}
-	gone := map[storage.Key]bool{}
-	for _, k := range []storage.Key{listingKeys[1], listingKeys[len(listingKeys)-6]} {
+	return revs
+}
+
+// wantNumbered checks that keys still hold what putNumbered put.
+func wantNumbered(t *testing.T, s storage.Store, keys []storage.Key, revs map[storage.Key]int64) {
+	t.Helper()
+	for i, k := range keys {
+		wantEntry(t, s, k, fmt.Sprintf("value %d", i), revs[k])
+	}
+}
+
+// deleteKeys deletes each of keys at its revision in revs and adds it to
+// gone.
+func deleteKeys(t *testing.T, s storage.Store, revs map[storage.Key]int64, gone map[storage.Key]bool, keys ...storage.Key) {
+	t.Helper()
+	for _, k := range keys {
 		if err := s.Delete(ctx, k, revs[k]); err != nil {
 			t.Fatal(err)
 		}
 		gone[k] = true
 	}
+}
+
+// closeReopen closes s and returns h.Reopen's store over its data, closed
+// when the test ends.
+func closeReopen(t *testing.T, h Harness, s storage.Store) storage.Store {
+	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = h.Reopen(t, s)
 	t.Cleanup(func() { _ = s.Close() })
-	wantKeys(t, s, listingKeys, gone)
+	return s
 }
 
 func scopeLister(t *testing.T, s storage.Store) storage.ScopeLister {
@@ -841,31 +873,20 @@ func testScopeIDs(t *testing.T, h Harness) {
 			}
 		}
 	}
-	revs := map[storage.Key]int64{}
-	for i, k := range scopeIDKeys {
-		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
-	}
+	revs := putNumbered(t, s, scopeIDKeys)
 	wantScopeIDs(t, s, scopeIDKeys, nil)
 	// Listing changes nothing.
-	for i, k := range scopeIDKeys {
-		wantEntry(t, s, k, fmt.Sprintf("value %d", i), revs[k])
-	}
+	wantNumbered(t, s, scopeIDKeys, revs)
 	// A scope id whose keys are all deleted is gone (a file store's
 	// tombstones included); one that keeps a key stays, listed once.
 	gone := map[storage.Key]bool{}
-	del := func(k storage.Key) {
-		t.Helper()
-		if err := s.Delete(ctx, k, revs[k]); err != nil {
-			t.Fatal(err)
-		}
-		gone[k] = true
-	}
-	del(scopeIDKeys[0]) // alice's main keeps its assembly
-	del(scopeIDKeys[2]) // alice's work goes
-	del(scopeIDKeys[6]) // the hashed one goes
-	del(key("thread", storage.ThreadScopeID("a%b", "t"), "memory", "state"))
-	del(key("thread", "z\xff\xff", "memory", "state"))
-	del(key("global", "", "census", "state"))
+	deleteKeys(t, s, revs, gone,
+		scopeIDKeys[0], // alice's main keeps its assembly
+		scopeIDKeys[2], // alice's work goes
+		scopeIDKeys[6], // the hashed one goes
+		key("thread", storage.ThreadScopeID("a%b", "t"), "memory", "state"),
+		key("thread", "z\xff\xff", "memory", "state"),
+		key("global", "", "census", "state"))
 	wantScopeIDs(t, s, scopeIDKeys, gone)
 	if got, err := l.ScopeIDs(ctx, "thread", storage.ThreadScopeID("alice", "main")); err != nil || !slices.Equal(got, []string{storage.ThreadScopeID("alice", "main")}) {
 		t.Errorf("ScopeIDs of alice's main after deleting one of its two keys = %q, %v", got, err)
@@ -892,27 +913,16 @@ func testScopeIDsInvalidScope(t *testing.T, h Harness) {
 	}
 }
 
+func listScopeIDs(ctx context.Context, l storage.ScopeLister) (any, error) {
+	return l.ScopeIDs(ctx, k1.Scope, "")
+}
+
 func testScopeIDsCanceledContext(t *testing.T, h Harness) {
-	s := open(t, h)
-	l := scopeLister(t, s)
-	mustPut(t, s, k1, "v", 0)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if got, err := l.ScopeIDs(cctx, k1.Scope, ""); !errors.Is(err, context.Canceled) {
-		t.Fatalf("ScopeIDs with canceled context = %q, %v; want context.Canceled", got, err)
-	}
+	wantListFails(t, h, false, scopeLister, "ScopeIDs", listScopeIDs)
 }
 
 func testScopeIDsClosed(t *testing.T, h Harness) {
-	s := h.New(t)
-	l := scopeLister(t, s)
-	mustPut(t, s, k1, "v", 0)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := l.ScopeIDs(ctx, k1.Scope, ""); !errors.Is(err, storage.ErrClosed) {
-		t.Fatalf("ScopeIDs after Close = %q, %v; want ErrClosed", got, err)
-	}
+	wantListFails(t, h, true, scopeLister, "ScopeIDs", listScopeIDs)
 }
 
 // testScopeIDsReopen lists from a fresh store over the same data.
@@ -922,21 +932,8 @@ func testScopeIDsReopen(t *testing.T, h Harness) {
 	}
 	s := open(t, h) // see testKeysReopen
 	scopeLister(t, s)
-	revs := map[storage.Key]int64{}
-	for i, k := range scopeIDKeys {
-		revs[k] = mustPut(t, s, k, fmt.Sprintf("value %d", i), 0)
-	}
+	revs := putNumbered(t, s, scopeIDKeys)
 	gone := map[storage.Key]bool{}
-	for _, k := range []storage.Key{scopeIDKeys[2], scopeIDKeys[6], scopeIDKeys[len(scopeIDKeys)-1]} {
-		if err := s.Delete(ctx, k, revs[k]); err != nil {
-			t.Fatal(err)
-		}
-		gone[k] = true
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = h.Reopen(t, s)
-	t.Cleanup(func() { _ = s.Close() })
-	wantScopeIDs(t, s, scopeIDKeys, gone)
+	deleteKeys(t, s, revs, gone, scopeIDKeys[2], scopeIDKeys[6], scopeIDKeys[len(scopeIDKeys)-1])
+	wantScopeIDs(t, closeReopen(t, h, s), scopeIDKeys, gone)
 }

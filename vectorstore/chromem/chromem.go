@@ -74,15 +74,7 @@ type meta struct {
 // stored dimension and distance.
 func OpenCollection(ctx context.Context, dir, name string, opts *vectorstore.Options) (*vectorstore.Collection, error) {
 	d, err := openDriver(ctx, dir, vectorstore.DriverConfig(name, opts))
-	if err != nil {
-		return nil, err
-	}
-	c, err := vectorstore.NewCollection(d, opts)
-	if err != nil {
-		_ = d.Close()
-		return nil, err
-	}
-	return c, nil
+	return vectorstore.WrapOpened(d, err, opts)
 }
 
 // openDriver opens the driver-level collection cfg.Name under dir, for

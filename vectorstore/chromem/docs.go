@@ -32,9 +32,10 @@ type docTable struct {
 	buf   []byte // where a doc is encoded, before its one allocation
 }
 
-// termNames numbers the terms of the stored documents: each term's number,
-// name, and the number of documents holding it. A term no document holds
-// is forgotten and its number reused.
+// termNames numbers terms: each term's number, name, and the number of
+// holders referring to it (documents for the docTable, groups for the
+// termDict). A term nobody refers to is forgotten and its number reused.
+// The zero value is ready to use.
 type termNames struct {
 	ids   map[string]uint32
 	names []string
@@ -43,17 +44,29 @@ type termNames struct {
 }
 
 func newDocTable() *docTable {
-	return &docTable{m: make(map[*driver.Record]doc), names: termNames{ids: make(map[string]uint32)}}
+	return &docTable{m: make(map[*driver.Record]doc)}
 }
 
-// acquire returns the number of t, counting one more document holding it.
-// A new name is copied, so that it refers to no larger string.
+// acquireCopy is acquire for a t that may refer to a larger string: a new
+// name is copied, so that it refers to no more than itself.
+func (n *termNames) acquireCopy(t string) uint32 {
+	if id, ok := n.ids[t]; ok {
+		n.refs[id]++
+		return id
+	}
+	return n.acquire(strings.Clone(t))
+}
+
+// acquire returns the number of t, counting one more holder referring to
+// it.
 func (n *termNames) acquire(t string) uint32 {
 	if id, ok := n.ids[t]; ok {
 		n.refs[id]++
 		return id
 	}
-	t = strings.Clone(t)
+	if n.ids == nil {
+		n.ids = make(map[string]uint32)
+	}
 	var id uint32
 	if k := len(n.free); k > 0 {
 		id = n.free[k-1]
@@ -68,7 +81,7 @@ func (n *termNames) acquire(t string) uint32 {
 	return id
 }
 
-// release counts one document less holding term id.
+// release counts one holder less referring to term id.
 func (n *termNames) release(id uint32) {
 	if n.refs[id]--; n.refs[id] == 0 {
 		delete(n.ids, n.names[id])
@@ -99,15 +112,8 @@ func (t *docTable) drop(r *driver.Record) {
 
 // release counts d's terms one document less held (d is forgotten).
 func (t *docTable) release(d doc) {
-	if d == "" {
-		return
-	}
-	n, o := docUvarint(d, 0)
-	for ; n > 0; n-- {
-		var id uint64
-		id, o = docUvarint(d, o)
-		t.names.release(uint32(id))
-		o = skipWeight(d, o)
+	for id := range d.entries() {
+		t.names.release(id)
 	}
 }
 
@@ -117,13 +123,6 @@ func appendWeight(b []byte, w float32) []byte {
 		return append(b, byte(w))
 	}
 	return binary.LittleEndian.AppendUint32(append(b, 0), math.Float32bits(w))
-}
-
-func skipWeight(d doc, o int) int {
-	if d[o] != 0 {
-		return o + 1
-	}
-	return o + 5
 }
 
 func readWeight(d doc, o int) (float32, int) {
@@ -141,7 +140,7 @@ func (t *docTable) fromTerms(m driver.Terms) doc {
 	keys := sortedKeys(m)
 	b := binary.AppendUvarint(t.buf[:0], uint64(len(keys)))
 	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(t.names.acquire(k)))
+		b = binary.AppendUvarint(b, uint64(t.names.acquireCopy(k)))
 		b = appendWeight(b, m[k])
 	}
 	t.buf = b
@@ -157,7 +156,7 @@ func (t *docTable) fromLog(enc []byte) doc {
 	for ; n > 0; n-- {
 		k := d.bytes(d.uvarint())
 		w := math.Float32frombits(binary.LittleEndian.Uint32(d.bytes(4)))
-		b = binary.AppendUvarint(b, uint64(t.names.acquire(string(k))))
+		b = binary.AppendUvarint(b, uint64(t.names.acquireCopy(string(k))))
 		b = appendWeight(b, w)
 	}
 	t.buf = b
@@ -167,6 +166,18 @@ func (t *docTable) fromLog(enc []byte) doc {
 // all yields the terms of d with their weights, in sorted order.
 func (t *docTable) all(d doc) iter.Seq2[string, float32] {
 	return func(yield func(string, float32) bool) {
+		for id, w := range d.entries() {
+			if !yield(t.names.names[id], w) {
+				return
+			}
+		}
+	}
+}
+
+// entries yields the term ids of d with their weights, in sorted term
+// order; none for no document.
+func (d doc) entries() iter.Seq2[uint32, float32] {
+	return func(yield func(uint32, float32) bool) {
 		if d == "" {
 			return
 		}
@@ -176,7 +187,7 @@ func (t *docTable) all(d doc) iter.Seq2[string, float32] {
 			id, o = docUvarint(d, o)
 			var w float32
 			w, o = readWeight(d, o)
-			if !yield(t.names.names[id], w) {
+			if !yield(uint32(id), w) {
 				return
 			}
 		}
@@ -215,11 +226,7 @@ func (d doc) length() float64 {
 		return 0
 	}
 	var s float64
-	n, o := docUvarint(d, 0)
-	for ; n > 0; n-- {
-		_, o = docUvarint(d, o)
-		var w float32
-		w, o = readWeight(d, o)
+	for _, w := range d.entries() {
 		s += float64(w)
 	}
 	return s
@@ -270,13 +277,7 @@ func (t *docTable) logged(d doc) []byte {
 // repetition by the caller, which decodes them as a map.
 func logDoc(d *decoder, id string) (enc []byte, sorted bool) {
 	start := d.b
-	n := d.uvarint()
-	if d.err == nil && (n == 0 || n > uint64(len(d.b))/6) {
-		d.err = errShort
-		if n == 0 {
-			d.err = fmt.Errorf("record %q: empty document", id)
-		}
-	}
+	n := d.termCount(id)
 	if d.err != nil {
 		return nil, false
 	}

@@ -146,15 +146,12 @@ func (lt *layerTerms) drop(g *termGroup, d *termDict) {
 // groups referring to each term; a term nobody refers to is forgotten and
 // its number reused.
 type termDict struct {
-	ids   map[string]uint32
-	names []string
-	refs  []int32
+	termNames
 	// maxW is the largest weight posted of each term since its number was
 	// given out: an upper bound of its weight in any document, which
 	// bounds what the term can add to a score (scorePruned). It never
 	// decreases, which keeps it a bound without any work on deletion.
 	maxW []float32
-	free []uint32
 }
 
 // weigh notes that term id was posted with weight w.
@@ -170,36 +167,17 @@ func (d *termDict) lookup(t string) (uint32, bool) {
 }
 
 // acquire returns t's number, creating it if needed, and counts one more
-// group referring to it.
+// group referring to it. A number new or reused has no weight posted yet.
 func (d *termDict) acquire(t string) uint32 {
-	if id, ok := d.ids[t]; ok {
-		d.refs[id]++
-		return id
+	id := d.termNames.acquire(t)
+	if d.refs[id] == 1 {
+		if int(id) == len(d.maxW) {
+			d.maxW = append(d.maxW, 0)
+		} else {
+			d.maxW[id] = 0
+		}
 	}
-	if d.ids == nil {
-		d.ids = make(map[string]uint32)
-	}
-	var id uint32
-	if n := len(d.free); n > 0 {
-		id = d.free[n-1]
-		d.free = d.free[:n-1]
-		d.names[id], d.refs[id], d.maxW[id] = t, 1, 0
-	} else {
-		id = uint32(len(d.names))
-		d.names = append(d.names, t)
-		d.refs = append(d.refs, 1)
-		d.maxW = append(d.maxW, 0)
-	}
-	d.ids[t] = id
 	return id
-}
-
-func (d *termDict) release(id uint32) {
-	if d.refs[id]--; d.refs[id] == 0 {
-		delete(d.ids, d.names[id])
-		d.names[id] = ""
-		d.free = append(d.free, id)
-	}
 }
 
 // posting is one document of a group holding a term: its slot in the
@@ -302,14 +280,43 @@ func (g *termGroup) df(id uint32) int {
 	return n
 }
 
-// addDoc indexes r, whose document is dc, in the built group g.
-func (g *termGroup) addDoc(d *termDict, docs *docTable, r *driver.Record, dc doc) {
+// postings returns the postings of ref in g: the frozen ones, then those
+// of the delta, if any.
+func (g *termGroup) postings(ref *termRef) [2][]posting {
+	lists := [2][]posting{g.fpost[ref.off : ref.off+ref.n]}
+	if ref.dl != nil {
+		lists[1] = ref.dl.p
+	}
+	return lists
+}
+
+// bm25 returns what posting p of g adds to its document's score, computed
+// as driver.BM25 does, factor for factor, and the length normalisation in
+// it; ok is false when p's slot is freed.
+func (g *termGroup) bm25(p posting, w, k1, b, avg float64) (c, norm float64, ok bool) {
+	dl := g.lens[p.slot]
+	if dl < 0 {
+		return 0, 0, false
+	}
+	tf := float64(p.w)
+	norm = k1 * (1 - b + b*dl/avg)
+	return w * tf * (k1 + 1) / (tf + norm), norm, true
+}
+
+// place gives r, whose document has length dl, the next slot of g and
+// returns it.
+func (g *termGroup) place(r *driver.Record, dl float64) int32 {
 	slot := int32(len(g.docs))
-	dl := dc.length()
 	g.docs = append(g.docs, r)
 	g.lens = append(g.lens, dl)
 	g.slots[r] = slot
 	g.total.add(dl)
+	return slot
+}
+
+// addDoc indexes r, whose document is dc, in the built group g.
+func (g *termGroup) addDoc(d *termDict, docs *docTable, r *driver.Record, dc doc) {
+	slot := g.place(r, dc.length())
 	if g.delta == nil {
 		g.delta = make(map[uint32]*deltaList, dc.count())
 	}
@@ -477,12 +484,7 @@ func (g *termGroup) build(d *termDict, b *groupBuilder, docs *docTable, layer st
 		if dc == "" {
 			continue
 		}
-		slot := int32(len(g.docs))
-		dl := dc.length()
-		g.docs = append(g.docs, r)
-		g.lens = append(g.lens, dl)
-		g.slots[r] = slot
-		g.total.add(dl)
+		slot := g.place(r, dc.length())
 		for t, w := range docs.all(dc) {
 			id, known := d.lookup(t)
 			k, seen := int32(0), false
@@ -529,6 +531,16 @@ type builderPosting struct {
 	p    posting
 }
 
+// indexed returns the document of r and the terms of its layer, or a nil
+// *layerTerms when r has no document or no search has asked for its layer.
+func (x *termIndex) indexed(r *driver.Record) (doc, *layerTerms) {
+	dc := x.docs.get(r)
+	if dc == "" {
+		return "", nil
+	}
+	return dc, x.layers[r.Layer]
+}
+
 // update removes the records rm from the index and adds the records add,
 // with the contract of scopeIndex.update: every record of rm was stored
 // (and is indexed if its group is built), no record of add is, none is in
@@ -545,11 +557,7 @@ func (x *termIndex) update(rm, add []*driver.Record) {
 	}
 	var touched []touch
 	for _, r := range rm {
-		dc := x.docs.get(r)
-		if dc == "" {
-			continue
-		}
-		lt := x.layers[r.Layer]
+		dc, lt := x.indexed(r)
 		if lt == nil {
 			continue
 		}
@@ -564,11 +572,7 @@ func (x *termIndex) update(rm, add []*driver.Record) {
 		touched = append(touched, touch{lt, g})
 	}
 	for _, r := range add {
-		dc := x.docs.get(r)
-		if dc == "" {
-			continue
-		}
-		lt := x.layers[r.Layer]
+		dc, lt := x.indexed(r)
 		if lt == nil {
 			continue
 		}
@@ -891,24 +895,15 @@ func (s *termSearch) scoreGroups(maxSlots int) error {
 				return err
 			}
 		}
-		lens := g.lens
 		for ti := range s.terms {
 			ref := &s.refs[gi*nt+ti]
-			lists := [2][]posting{g.fpost[ref.off : ref.off+ref.n]}
-			if ref.dl != nil {
-				lists[1] = ref.dl.p
-			}
 			w := s.qi[ti]
-			for _, ps := range lists {
+			for _, ps := range g.postings(ref) {
 				for _, p := range ps {
-					dl := lens[p.slot]
-					if dl < 0 {
+					c, _, ok := g.bm25(p, w, k1, b, avg)
+					if !ok {
 						continue // freed slot
 					}
-					// driver.BM25's expression, factor for factor.
-					tf := float64(p.w)
-					norm := k1 * (1 - b + b*dl/avg)
-					c := w * tf * (k1 + 1) / (tf + norm)
 					if acc[p.slot] == 0 {
 						touched = append(touched, p.slot)
 					}
@@ -1037,20 +1032,13 @@ func (s *termSearch) scorePruned(df []int, dict *termDict, ids []uint32) error {
 			if ref.n == 0 && ref.dl == nil {
 				continue
 			}
-			lists := [2][]posting{g.fpost[ref.off : ref.off+ref.n]}
-			if ref.dl != nil {
-				lists[1] = ref.dl.p
-			}
-			lens, at := g.lens, base[gi]
-			for _, ps := range lists {
+			at := base[gi]
+			for _, ps := range g.postings(ref) {
 				for _, p := range ps {
-					dl := lens[p.slot]
-					if dl < 0 {
+					c, norm, ok := g.bm25(p, w, k1, b, avg)
+					if !ok {
 						continue // freed slot
 					}
-					tf := float64(p.w)
-					norm := k1 * (1 - b + b*dl/avg)
-					c := w * tf * (k1 + 1) / (tf + norm)
 					i := at + p.slot
 					if acc[i] == 0 {
 						touched = append(touched, i)

@@ -312,20 +312,27 @@ func (d *decoder) record() driver.Record {
 	return r
 }
 
-// terms decodes a record's document. What the portable layer would have
-// refused (an empty or repeated term, a weight that is not finite and > 0,
-// an empty document, which is written as no flag) is a format error: the
-// term index relies on every weight being positive.
-func (d *decoder) terms(id string) driver.Terms {
+// termCount reads the number of terms of record id's document: not 0 (an
+// empty document is written as no flag), and, as a term takes at least 6
+// bytes (length, one byte, weight), at most what the payload can hold, a
+// bound checked before anything is allocated by it.
+func (d *decoder) termCount(id string) uint64 {
 	n := d.uvarint()
-	// A term takes at least 6 bytes (length, one byte, weight): bound the
-	// map by what the payload can hold before allocating it.
 	if d.err == nil && (n == 0 || n > uint64(len(d.b))/6) {
 		d.err = errShort
 		if n == 0 {
 			d.err = fmt.Errorf("record %q: empty document", id)
 		}
 	}
+	return n
+}
+
+// terms decodes a record's document. What the portable layer would have
+// refused (an empty or repeated term, a weight that is not finite and > 0,
+// an empty document, which is written as no flag) is a format error: the
+// term index relies on every weight being positive.
+func (d *decoder) terms(id string) driver.Terms {
+	n := d.termCount(id)
 	if d.err != nil {
 		return nil
 	}

@@ -200,6 +200,16 @@ func (c *Collection) write(ctx context.Context, op string, fn func() error) erro
 	return err
 }
 
+// into returns a forwarding for read or write that runs call and keeps
+// its result in *v.
+func into[T any](v *T, call func() (T, error)) func() error {
+	return func() error {
+		var err error
+		*v, err = call()
+		return err
+	}
+}
+
 // read runs fn, the forwarding of one read, unless reads are failing.
 func (c *Collection) read(op string, fn func() error) error {
 	c.mu.Lock()
@@ -231,11 +241,7 @@ func (c *Collection) Upsert(ctx context.Context, recs []driver.Record) error {
 // UpsertIf forwards to the driver unless writes are failing.
 func (c *Collection) UpsertIf(ctx context.Context, rec driver.Record, expected int64) (int64, error) {
 	var rev int64
-	err := c.write(ctx, "upsert if", func() error {
-		var err error
-		rev, err = c.d.UpsertIf(ctx, rec, expected)
-		return err
-	})
+	err := c.write(ctx, "upsert if", into(&rev, func() (int64, error) { return c.d.UpsertIf(ctx, rec, expected) }))
 	return rev, err
 }
 
@@ -252,11 +258,7 @@ func (c *Collection) DeleteIf(ctx context.Context, id string, expected int64) er
 // DeleteWhere forwards to the driver unless writes are failing.
 func (c *Collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, error) {
 	var n int
-	err := c.write(ctx, "delete where", func() error {
-		var err error
-		n, err = c.d.DeleteWhere(ctx, f)
-		return err
-	})
+	err := c.write(ctx, "delete where", into(&n, func() (int, error) { return c.d.DeleteWhere(ctx, f) }))
 	return n, err
 }
 
@@ -277,33 +279,21 @@ func (c *Collection) Get(ctx context.Context, id string) (driver.Record, bool, e
 // Count forwards to the driver unless reads are failing.
 func (c *Collection) Count(ctx context.Context, f driver.Filter) (int, error) {
 	var n int
-	err := c.read("count", func() error {
-		var err error
-		n, err = c.d.Count(ctx, f)
-		return err
-	})
+	err := c.read("count", into(&n, func() (int, error) { return c.d.Count(ctx, f) }))
 	return n, err
 }
 
 // List forwards to the driver unless reads are failing.
 func (c *Collection) List(ctx context.Context, q driver.ListQuery) ([]driver.Record, error) {
 	var recs []driver.Record
-	err := c.read("list", func() error {
-		var err error
-		recs, err = c.d.List(ctx, q)
-		return err
-	})
+	err := c.read("list", into(&recs, func() ([]driver.Record, error) { return c.d.List(ctx, q) }))
 	return recs, err
 }
 
 // Query forwards to the driver unless reads are failing.
 func (c *Collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.Match, error) {
 	var ms []driver.Match
-	err := c.read("query", func() error {
-		var err error
-		ms, err = c.d.Query(ctx, q)
-		return err
-	})
+	err := c.read("query", into(&ms, func() ([]driver.Match, error) { return c.d.Query(ctx, q) }))
 	return ms, err
 }
 

@@ -7,9 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/internal/driverutil"
 )
 
 // EmbedderTable records which embedder wrote each collection: the model id
@@ -100,25 +99,5 @@ func (c *collection) embedderSQL(sql string) string {
 // As implements driver.Aser, for vectorstore.Collection.As: it supports
 // **pgxpool.Pool (the collection's pool) and *vectorstore.EmbedderRecorder.
 func (c *collection) As(target any) bool {
-	switch t := target.(type) {
-	case **pgxpool.Pool:
-		*t = c.pool
-		return true
-	case *vectorstore.EmbedderRecorder:
-		*t = embedderRecorder{c}
-		return true
-	}
-	return false
-}
-
-// embedderRecorder is what As hands out as a vectorstore.EmbedderRecorder:
-// the embedder methods only, not the driver collection.
-type embedderRecorder struct{ c *collection }
-
-func (r embedderRecorder) EmbedderRecord(ctx context.Context) (string, int, error) {
-	return r.c.EmbedderRecord(ctx)
-}
-
-func (r embedderRecorder) RecordEmbedder(ctx context.Context, model string, dim int) (string, int, error) {
-	return r.c.RecordEmbedder(ctx, model, dim)
+	return driverutil.As(target, c.pool, c)
 }

@@ -1,6 +1,7 @@
 package pgvector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
+	"github.com/stratamem/strata/vectorstore/internal/driverutil"
 )
 
 // Defaults of Options.
@@ -99,20 +101,9 @@ type Options struct {
 // OpenCollection opens, creating if needed, the collection name over pool
 // and wraps it in the portable type. opts may be nil.
 func OpenCollection(ctx context.Context, pool *pgxpool.Pool, name string, opts *Options) (*vectorstore.Collection, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := *cmp.Or(opts, &Options{})
 	d, err := openDriver(ctx, pool, vectorstore.DriverConfig(name, &o.Options), &o)
-	if err != nil {
-		return nil, err
-	}
-	c, err := vectorstore.NewCollection(d, &o.Options)
-	if err != nil {
-		_ = d.Close()
-		return nil, err
-	}
-	return c, nil
+	return vectorstore.WrapOpened(d, err, &o.Options)
 }
 
 // CancelOnServer makes a connection whose context ends send PostgreSQL a
@@ -240,7 +231,7 @@ func openDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 		if err := conn.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").Scan(&version); err != nil {
 			return fmt.Errorf("read pgvector version: %w", err)
 		}
-		c.iterative = versionAtLeast(version, 0, 8)
+		c.iterative = driverutil.VersionAtLeast(version, 0, 8)
 		return registerTypes(ctx, conn)
 	})
 	if err != nil {
@@ -254,21 +245,6 @@ func openDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 	c.n = newNames(o.Schema, table, info.Dimension, hnsw)
 	c.prepareSQL()
 	return c, nil
-}
-
-// versionAtLeast reports whether an extension version "major.minor[.patch]"
-// is at least major.minor.
-func versionAtLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
 }
 
 // ensureExtension creates the vector extension if it is missing. The check
@@ -943,12 +919,8 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 			return exact.Query(ctx, q)
 		}
 		c.scores(out)
-		slices.SortFunc(out, func(a, b driver.Match) int { return driver.CompareMatches(&a, &b) })
-		if len(out) < n || out[q.K-1].Score > out[len(out)-1].Score {
-			if len(out) > q.K {
-				out = out[:q.K]
-			}
-			return out, nil
+		if top, ok := driverutil.TopK(out, q.K, len(out) < n); ok {
+			return top, nil
 		}
 		n *= 2
 	}

@@ -6,7 +6,7 @@ import (
 
 	qc "github.com/qdrant/go-client/qdrant"
 
-	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/internal/driverutil"
 )
 
 // Collection metadata keys (Qdrant 1.16 and later keep a JSON-like map
@@ -70,25 +70,5 @@ func (c *collection) RecordEmbedder(ctx context.Context, model string, dim int) 
 // As implements driver.Aser, for vectorstore.Collection.As: it supports
 // **qc.Client (the collection's client) and *vectorstore.EmbedderRecorder.
 func (c *collection) As(target any) bool {
-	switch t := target.(type) {
-	case **qc.Client:
-		*t = c.cl
-		return true
-	case *vectorstore.EmbedderRecorder:
-		*t = embedderRecorder{c}
-		return true
-	}
-	return false
-}
-
-// embedderRecorder is what As hands out as a vectorstore.EmbedderRecorder:
-// the embedder methods only, not the driver collection.
-type embedderRecorder struct{ c *collection }
-
-func (r embedderRecorder) EmbedderRecord(ctx context.Context) (string, int, error) {
-	return r.c.EmbedderRecord(ctx)
-}
-
-func (r embedderRecorder) RecordEmbedder(ctx context.Context, model string, dim int) (string, int, error) {
-	return r.c.RecordEmbedder(ctx, model, dim)
+	return driverutil.As(target, c.cl, c)
 }

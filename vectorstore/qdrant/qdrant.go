@@ -1,13 +1,13 @@
 package qdrant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
+	"github.com/stratamem/strata/vectorstore/internal/driverutil"
 )
 
 // Payload keys. Record fields are top-level payload keys; user metadata is
@@ -108,20 +109,9 @@ type Options struct {
 // OpenCollection opens, creating if needed, the Qdrant collection name
 // through client and wraps it in the portable type. opts may be nil.
 func OpenCollection(ctx context.Context, client *qc.Client, name string, opts *Options) (*vectorstore.Collection, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := *cmp.Or(opts, &Options{})
 	d, err := openDriver(ctx, client, vectorstore.DriverConfig(name, &o.Options), &o)
-	if err != nil {
-		return nil, err
-	}
-	c, err := vectorstore.NewCollection(d, &o.Options)
-	if err != nil {
-		_ = d.Close()
-		return nil, err
-	}
-	return c, nil
+	return vectorstore.WrapOpened(d, err, &o.Options)
 }
 
 type collection struct {
@@ -630,16 +620,7 @@ func (c *collection) checkConditional(ctx context.Context) error {
 // versionAtLeast reports whether v ("1.17.0", "v1.17.1-dev") is at least
 // major.minor; an unparsable version is not.
 func versionAtLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
+	return driverutil.VersionAtLeast(strings.TrimPrefix(v, "v"), major, minor)
 }
 
 // current returns the payload of id's point (nil if there is none), read
@@ -993,12 +974,8 @@ func (c *collection) Query(ctx context.Context, q driver.VectorQuery) ([]driver.
 			}
 			ms = append(ms, driver.Match{Record: r, Score: s})
 		}
-		slices.SortFunc(ms, func(a, b driver.Match) int { return driver.CompareMatches(&a, &b) })
-		if len(pts) < n || ms[q.K-1].Score > ms[len(ms)-1].Score {
-			if len(ms) > q.K {
-				ms = ms[:q.K]
-			}
-			return ms, nil
+		if top, ok := driverutil.TopK(ms, q.K, len(pts) < n); ok {
+			return top, nil
 		}
 		n *= 2
 	}

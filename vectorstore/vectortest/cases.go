@@ -743,13 +743,7 @@ func testTopKTies(t *testing.T, s *suite) {
 	mustUpsert(t, c, vectorstore.Record{ID: "z-best", Vector: []float32{1, 0, 0, 0}, CreatedAt: base})
 	mustUpsert(t, c, vectorstore.Record{ID: "0-worst", Vector: []float32{-1, 0, 0, 0}, CreatedAt: base})
 	q := []float32{1, 0.2, 0.2, 0.2}
-	for k, want := range map[int][]string{
-		1: {"z-best"},
-		2: {"z-best", "a"},
-		3: {"z-best", "a", "b"},
-		6: {"z-best", "a", "b", "c", "d", "e"},
-		7: {"z-best", "a", "b", "c", "d", "e", "0-worst"},
-	} {
+	for k, want := range tieOrder {
 		for rep := 0; rep < 3; rep++ {
 			ms, err := c.Query(ctx, q, vectorstore.QueryOptions{K: k})
 			if err != nil {
@@ -1126,13 +1120,7 @@ func testConcurrency(t *testing.T, s *suite) {
 			}
 		}(rd)
 	}
-	wg.Wait()
-	close(stop)
-	rwg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	stopReaders(t, &wg, stop, &rwg, errc)
 	perLeft := 0
 	for i := 0; i < perWriter; i++ {
 		// Index i-1 was deleted when i%7 == 3.
@@ -1152,12 +1140,8 @@ func testConcurrency(t *testing.T, s *suite) {
 }
 
 func testReopen(t *testing.T, s *suite) {
-	name := newName(t)
+	c, name := s.open(t, 8)
 	cfg := driver.Config{Name: name, Dimension: 8}
-	c, err := s.openCfg(t, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := dataset(8)
 	for i := 0; i < len(data); i += 7 {
 		mustUpsert(t, c, data[i:min(i+7, len(data))]...)

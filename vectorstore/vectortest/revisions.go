@@ -325,12 +325,8 @@ func testConcurrentConditionalWrites(t *testing.T, s *suite) {
 // conditional write at that revision succeeds, and new revisions stay above
 // every one handed out before, also those of deleted records.
 func testRevisionsSurviveReopen(t *testing.T, s *suite) {
-	name := newName(t)
+	c, name := s.open(t, 2)
 	cfg := driver.Config{Name: name, Dimension: 2}
-	c, err := s.openCfg(t, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mustUpsert(t, c, vectorstore.Record{ID: "a", Vector: []float32{1, 0}, CreatedAt: base})
 	ra, err := c.UpsertIf(ctx, vectorstore.Record{ID: "a", Text: "cas", Vector: []float32{1, 1}, CreatedAt: base}, mustGet(t, c, "a").Revision)
 	if err != nil {

@@ -231,12 +231,8 @@ func checkTermSearch(t *testing.T, c *vectorstore.Collection, data []vectorstore
 // without vectors), after Upsert, UpsertIf and a reopen; replacing a record
 // replaces its document; Query matches carry none.
 func testTermsRoundTrip(t *testing.T, s *suite) {
-	name := newName(t)
+	c, name := s.open(t, 4)
 	cfg := driver.Config{Name: name, Dimension: 4}
-	c, err := s.openCfg(t, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := rand.New(rand.NewPCG(23, 24))
 	special := vectorstore.Terms{
 		"plain": 1, "a.b.c": 2.5, "$dollar": 0.1, "with space": 1e-3, "ünïcode": 1e6, "日本語": 3,
@@ -445,13 +441,7 @@ func testTermSearchTies(t *testing.T, s *suite) {
 	add("0-worst", vectorstore.Terms{"tie": 1, "pad": 1, "long": 9}) // longer document
 	add("unrelated", vectorstore.Terms{"other": 1})
 	for _, q := range []map[string]float64{{"tie": 1}, {"tie": 1, "more": 1, "pad": 0.5}} {
-		for k, want := range map[int][]string{
-			1: {"z-best"},
-			2: {"z-best", "a"},
-			3: {"z-best", "a", "b"},
-			6: {"z-best", "a", "b", "c", "d", "e"},
-			7: {"z-best", "a", "b", "c", "d", "e", "0-worst"},
-		} {
+		for k, want := range tieOrder {
 			for rep := 0; rep < 3; rep++ {
 				opts := vectorstore.TermOptions{Terms: q, K: k, Filter: vectorstore.Filter{Layer: "lex"}}
 				res := checkTermSearch(t, c, data, opts, fmt.Sprintf("ties %v K=%d", q, k))
@@ -921,13 +911,7 @@ func testTermSearchConcurrent(t *testing.T, s *suite) {
 			}
 		}(rd)
 	}
-	wg.Wait()
-	close(stop)
-	rwg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	stopReaders(t, &wg, stop, &rwg, errc)
 	for _, mine := range final {
 		for id, r := range mine {
 			m[id] = r

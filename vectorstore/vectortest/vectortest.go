@@ -168,12 +168,8 @@ func newName(t *testing.T) string {
 func (s *suite) openCfg(t *testing.T, cfg driver.Config, opts *vectorstore.Options) (*vectorstore.Collection, error) {
 	t.Helper()
 	d, err := s.h.Open(context.Background(), t, cfg)
+	c, err := vectorstore.WrapOpened(d, err, opts)
 	if err != nil {
-		return nil, err
-	}
-	c, err := vectorstore.NewCollection(d, opts)
-	if err != nil {
-		_ = d.Close()
 		return nil, err
 	}
 	t.Cleanup(func() { _ = c.Close() })
@@ -191,6 +187,30 @@ func (s *suite) open(t *testing.T, dim int) (*vectorstore.Collection, string) {
 }
 
 var ctx = context.Background()
+
+// tieOrder is the top K, for each K, of the tie-breaking cases: "z-best"
+// scores highest, "0-worst" lowest, and "a" to "e" tie between them, so the
+// ids break the tie, also at the K boundary.
+var tieOrder = map[int][]string{
+	1: {"z-best"},
+	2: {"z-best", "a"},
+	3: {"z-best", "a", "b"},
+	6: {"z-best", "a", "b", "c", "d", "e"},
+	7: {"z-best", "a", "b", "c", "d", "e", "0-worst"},
+}
+
+// stopReaders waits for the writers, then stops the readers, waits for
+// them too and fails t with the errors any of them sent.
+func stopReaders(t *testing.T, writers *sync.WaitGroup, stop chan struct{}, readers *sync.WaitGroup, errc chan error) {
+	t.Helper()
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+}
 
 // base is a fixed instant with sub-microsecond digits and a non-UTC zone, so
 // normalisation is exercised by every fixture.
