@@ -3,10 +3,7 @@ package ollama
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -60,18 +57,14 @@ var _ embed.Embedder = (*Embedder)(nil)
 
 // New checks opts and returns an Embedder. It makes no request.
 func New(opts Options) (*Embedder, error) {
-	if strings.TrimSpace(opts.Model) == "" {
-		return nil, fmt.Errorf("ollama embeddings: %w: Model is required", embed.ErrInvalidConfig)
-	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(opts.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("ollama embeddings: %w: BaseURL %q is not an http(s) URL", embed.ErrInvalidConfig, opts.BaseURL)
+	if err := httpx.CheckOptions("ollama", opts.Model, opts.BaseURL); err != nil {
+		return nil, err
 	}
-	if opts.Dimensions < 0 {
-		return nil, fmt.Errorf("ollama embeddings: %w: Dimensions %d < 0", embed.ErrInvalidConfig, opts.Dimensions)
+	if err := httpx.CheckDimensions("ollama", opts.Dimensions); err != nil {
+		return nil, err
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 64
@@ -79,27 +72,20 @@ func New(opts Options) (*Embedder, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 120 * time.Second
 	}
-	h := http.Header{}
-	for k, vs := range opts.Header {
-		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
-	}
 	e := &Embedder{
 		url:  strings.TrimRight(opts.BaseURL, "/") + "/api/embed",
 		opts: opts,
-		id:   "ollama:" + opts.Model,
+		id:   embed.Spec{Kind: embed.KindOllama, Model: opts.Model, Dim: opts.Dimensions}.ID(),
 		client: &httpx.Client{
 			Backend:    "ollama",
 			HTTP:       opts.HTTPClient,
 			Timeout:    opts.Timeout,
 			Retry:      opts.Retry,
-			Header:     h,
+			Header:     httpx.CloneHeader(opts.Header),
 			ParseError: parseError,
 		},
 	}
-	if opts.Dimensions > 0 {
-		e.id += "?dimensions=" + strconv.Itoa(opts.Dimensions)
-		e.dim.Set(opts.Dimensions)
-	}
+	e.dim.Set(opts.Dimensions)
 	return e, nil
 }
 
@@ -125,38 +111,19 @@ type response struct {
 
 // Embed implements embed.Embedder.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if err := embed.ValidateTexts(texts); err != nil {
-		return nil, err
-	}
-	out := make([][]float32, 0, len(texts))
-	for _, b := range httpx.Batches(len(texts), e.opts.BatchSize) {
-		vecs, err := e.embedBatch(ctx, texts[b[0]:b[1]])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, vecs...)
-	}
-	return out, nil
+	return httpx.EmbedBatches(ctx, texts, e.opts.BatchSize, e.embedBatch)
 }
 
 func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32, error) {
-	body, err := json.Marshal(request{
+	var resp response
+	if err := e.client.PostJSON(ctx, e.url, request{
 		Model: e.opts.Model, Input: texts, Truncate: e.opts.Truncate,
 		KeepAlive: e.opts.KeepAlive, Dimensions: e.opts.Dimensions,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ollama embeddings: encoding request: %w", err)
-	}
-	data, err := e.client.Post(ctx, e.url, body)
-	if err != nil {
+	}, &resp); err != nil {
 		return nil, err
 	}
-	var resp response
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("ollama embeddings: %w: decoding response: %w", embed.ErrBadResponse, err)
-	}
-	if len(resp.Embeddings) != len(texts) {
-		return nil, fmt.Errorf("ollama embeddings: %w: %d embeddings for %d inputs", embed.ErrBadResponse, len(resp.Embeddings), len(texts))
+	if err := httpx.CheckCount("ollama", len(resp.Embeddings), len(texts)); err != nil {
+		return nil, err
 	}
 	if err := e.dim.Check("ollama", resp.Embeddings); err != nil {
 		return nil, err

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,16 +71,12 @@ var _ embed.Embedder = (*Embedder)(nil)
 
 // New checks opts and returns an Embedder. It makes no request.
 func New(opts Options) (*Embedder, error) {
-	if strings.TrimSpace(opts.Model) == "" {
-		return nil, fmt.Errorf("openai embeddings: %w: Model is required", embed.ErrInvalidConfig)
-	}
 	base := opts.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai embeddings: %w: BaseURL %q is not an http(s) URL", embed.ErrInvalidConfig, base)
+	if err := httpx.CheckOptions("openai", opts.Model, base); err != nil {
+		return nil, err
 	}
 	format := opts.EncodingFormat
 	switch format {
@@ -92,8 +86,8 @@ func New(opts Options) (*Embedder, error) {
 	default:
 		return nil, fmt.Errorf("openai embeddings: %w: EncodingFormat %q (want float or base64)", embed.ErrInvalidConfig, format)
 	}
-	if opts.Dimensions < 0 {
-		return nil, fmt.Errorf("openai embeddings: %w: Dimensions %d < 0", embed.ErrInvalidConfig, opts.Dimensions)
+	if err := httpx.CheckDimensions("openai", opts.Dimensions); err != nil {
+		return nil, err
 	}
 	batch := opts.BatchSize
 	if batch <= 0 {
@@ -103,17 +97,14 @@ func New(opts Options) (*Embedder, error) {
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	h := http.Header{}
-	for k, vs := range opts.Header {
-		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
-	}
+	h := httpx.CloneHeader(opts.Header)
 	if opts.APIKey != "" {
 		h.Set("Authorization", "Bearer "+opts.APIKey)
 	}
 	e := &Embedder{
 		url:    strings.TrimRight(base, "/") + "/embeddings",
 		model:  opts.Model,
-		id:     "openai:" + opts.Model,
+		id:     embed.Spec{Kind: embed.KindOpenAI, Model: opts.Model, Dim: opts.Dimensions}.ID(),
 		format: format,
 		dims:   opts.Dimensions,
 		batch:  batch,
@@ -126,10 +117,7 @@ func New(opts Options) (*Embedder, error) {
 			ParseError: parseError,
 		},
 	}
-	if opts.Dimensions > 0 {
-		e.id += "?dimensions=" + strconv.Itoa(opts.Dimensions)
-		e.dim.Set(opts.Dimensions)
-	}
+	e.dim.Set(opts.Dimensions)
 	return e, nil
 }
 
@@ -161,35 +149,16 @@ type response struct {
 // one request after another; vectors come back in input order whatever order
 // the server lists them in.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if err := embed.ValidateTexts(texts); err != nil {
-		return nil, err
-	}
-	out := make([][]float32, len(texts))
-	for _, b := range httpx.Batches(len(texts), e.batch) {
-		vecs, err := e.embedBatch(ctx, texts[b[0]:b[1]])
-		if err != nil {
-			return nil, err
-		}
-		copy(out[b[0]:b[1]], vecs)
-	}
-	return out, nil
+	return httpx.EmbedBatches(ctx, texts, e.batch, e.embedBatch)
 }
 
 func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32, error) {
-	body, err := json.Marshal(request{Model: e.model, Input: texts, EncodingFormat: e.format, Dimensions: e.dims})
-	if err != nil {
-		return nil, fmt.Errorf("openai embeddings: encoding request: %w", err)
-	}
-	data, err := e.client.Post(ctx, e.url, body)
-	if err != nil {
+	var resp response
+	if err := e.client.PostJSON(ctx, e.url, request{Model: e.model, Input: texts, EncodingFormat: e.format, Dimensions: e.dims}, &resp); err != nil {
 		return nil, err
 	}
-	var resp response
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("openai embeddings: %w: decoding response: %w", embed.ErrBadResponse, err)
-	}
-	if len(resp.Data) != len(texts) {
-		return nil, fmt.Errorf("openai embeddings: %w: %d embeddings for %d inputs", embed.ErrBadResponse, len(resp.Data), len(texts))
+	if err := httpx.CheckCount("openai", len(resp.Data), len(texts)); err != nil {
+		return nil, err
 	}
 	out := make([][]float32, len(texts))
 	withIndex := resp.Data[0].Index != nil

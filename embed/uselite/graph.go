@@ -136,14 +136,7 @@ func (g *graphReader) f32(name string, shape ...int) []float32 {
 	return t.f32
 }
 
-func (g *graphReader) scalarF32(name string) float32 {
-	v := g.f32(name)
-	if len(v) != 1 {
-		g.fail("constant %s is not a scalar", name)
-		return 0
-	}
-	return v[0]
-}
+func (g *graphReader) scalarF32(name string) float32 { return scalar(g, name, g.f32(name)) }
 
 func (g *graphReader) i32(name string) []int32 {
 	t := g.tensor(name, nil)
@@ -154,13 +147,16 @@ func (g *graphReader) i32(name string) []int32 {
 	return t.i32
 }
 
-func (g *graphReader) scalarI32(name string) int {
-	v := g.i32(name)
+func (g *graphReader) scalarI32(name string) int { return int(scalar(g, name, g.i32(name))) }
+
+// scalar returns the single element of v, the values of constant name (nil
+// when reading them failed).
+func scalar[T float32 | int32](g *graphReader, name string, v []T) T {
 	if len(v) != 1 {
 		g.fail("constant %s is not a scalar", name)
 		return 0
 	}
-	return int(v[0])
+	return v[0]
 }
 
 // tensor returns the named constant; a non-nil shape must match exactly

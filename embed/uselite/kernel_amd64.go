@@ -31,13 +31,14 @@ func kernel4x16(k int, a []float32, lda int, panel []float32, c []float32, ldc i
 func axpyAVX2(y *float32, alpha float32, x *float32, n int)
 
 // dot runs vecmath's AVX2 dot product on multiples of 16 elements (two
-// 8-lane FMA accumulators, reduced pairwise) and dotGo on other lengths,
-// where vecmath.Dot would add a scalar tail to a SIMD prefix instead.
+// 8-lane FMA accumulators, reduced pairwise) and vecmath.DotPortable on
+// other lengths, where vecmath.Dot would add a scalar tail to a SIMD prefix
+// instead.
 func dot(a, b []float32) float32 {
 	if useAVX2 && vecmath.HasSIMD() && len(a) > 0 && len(a)%16 == 0 {
 		return vecmath.Dot(a, b)
 	}
-	return dotGo(a, b)
+	return vecmath.DotPortable(a, b)
 }
 
 func axpy(y []float32, alpha float32, x []float32) {

@@ -148,22 +148,6 @@ func layerNorm(dst, x, scale, bias []float32, rows, d int, eps float32) {
 	}
 }
 
-func dotGo(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 func axpyGo(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
 	for i, v := range x {

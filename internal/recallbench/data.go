@@ -226,20 +226,3 @@ func (z zipf) draw(r *rand.Rand) int {
 	}
 	return lo
 }
-
-// normalize returns v scaled to unit length (v unchanged when zero).
-func normalize(v []float32) []float32 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	if s == 0 {
-		return v
-	}
-	s = 1 / math.Sqrt(s)
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(float64(x) * s)
-	}
-	return out
-}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/stratamem/strata/internal/vecmath"
 )
 
 // Neighbor is one exact search result: the index of an indexed vector and
@@ -106,23 +108,12 @@ func ScanLatency(ctx context.Context, vectors, queries [][]float32, k, rounds in
 }
 
 // scanTopK is the straightforward exact top-k a store could run: float32
-// dot products with four accumulators and a sorted insertion list.
+// dot products with four accumulators (the portable kernel, without SIMD)
+// and a sorted insertion list.
 func scanTopK(vectors [][]float32, q []float32, k int) []Neighbor {
 	top := make([]Neighbor, 0, k+1)
 	for i, v := range vectors {
-		v = v[:len(q)]
-		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= len(q); j += 4 {
-			s0 += q[j] * v[j]
-			s1 += q[j+1] * v[j+1]
-			s2 += q[j+2] * v[j+2]
-			s3 += q[j+3] * v[j+3]
-		}
-		for ; j < len(q); j++ {
-			s0 += q[j] * v[j]
-		}
-		sc := float64(s0 + s1 + s2 + s3)
+		sc := float64(vecmath.DotPortable(q, v))
 		if len(top) == k && sc <= top[k-1].Score {
 			continue
 		}

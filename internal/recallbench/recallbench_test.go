@@ -624,3 +624,18 @@ func TestQdrantUnreachable(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSizes(t *testing.T) {
+	got, err := ParseSizes("1k, 10K,2500")
+	if err != nil || !slices.Equal(got, []int{1000, 10000, 2500}) {
+		t.Errorf("ParseSizes = %v, %v", got, err)
+	}
+	if got, err := ParseSizes("none"); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("none = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "k", "1m", "1k,,2k"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("ParseSizes(%q) accepted", bad)
+		}
+	}
+}

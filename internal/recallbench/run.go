@@ -1,6 +1,7 @@
 package recallbench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,21 +119,11 @@ func (c *Config) withDefaults() (Config, error) {
 	if o.TextSizes == nil {
 		o.TextSizes = []int{10000}
 	}
-	if o.Dim == 0 {
-		o.Dim = 512
-	}
-	if o.Queries == 0 {
-		o.Queries = 200
-	}
-	if o.K == 0 {
-		o.K = 10
-	}
-	if o.Duration == 0 {
-		o.Duration = 2 * time.Second
-	}
-	if o.Rounds == 0 {
-		o.Rounds = 3
-	}
+	o.Dim = cmp.Or(o.Dim, 512)
+	o.Queries = cmp.Or(o.Queries, 200)
+	o.K = cmp.Or(o.K, 10)
+	o.Duration = cmp.Or(o.Duration, 2*time.Second)
+	o.Rounds = cmp.Or(o.Rounds, 3)
 	if o.Clients == nil {
 		o.Clients = []int{1, 4}
 	}
@@ -141,9 +133,7 @@ func (c *Config) withDefaults() (Config, error) {
 	if o.BulkProbeSizes == nil {
 		o.BulkProbeSizes = []int{targetSize}
 	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
+	o.Seed = cmp.Or(o.Seed, 1)
 	if o.Cluster.Noise == 0 && o.Cluster.Levels == nil {
 		o.Cluster = DefaultClusterParams
 	}
@@ -432,7 +422,7 @@ func (c *Config) textDataset(ctx context.Context, corpus []Sentence, n int) (*Da
 		ds.Sources[s.Source]++
 	}
 	for i, v := range vecs {
-		v = normalize(v)
+		v = embed.Normalize(slices.Clone(v))
 		if i < n {
 			ds.Vectors = append(ds.Vectors, v)
 		} else {
@@ -776,4 +766,27 @@ func (c *Config) batchFor(n int) int {
 		return max(1, n)
 	}
 	return c.Batch
+}
+
+// ParseSizes reads a list of dataset sizes as the commands take them:
+// "1k,10k,100k" or "1000,2500", k meaning thousands; "none" is an empty
+// (non-nil) list.
+func ParseSizes(s string) ([]int, error) {
+	if s == "none" {
+		return []int{}, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(strings.ToLower(part))
+		mult := 1
+		if t, ok := strings.CutSuffix(part, "k"); ok {
+			part, mult = t, 1000
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q (want e.g. 1k, 10k or 2500)", part)
+		}
+		out = append(out, n*mult)
+	}
+	return out, nil
 }

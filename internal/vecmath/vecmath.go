@@ -92,6 +92,12 @@ func DotInt8Rows(q []float32, c []int8, out []float32) int {
 // HasSIMD reports whether Dot and SqDist run the assembly kernels.
 func HasSIMD() bool { return useSIMD }
 
+// DotPortable returns the dot product of a and b[:len(a)] as Dot does
+// without SIMD, on every machine: four independent accumulators over
+// groups of four elements, the remainder added to the first, then summed
+// as (s0+s1)+(s2+s3). It panics if b is shorter than a.
+func DotPortable(a, b []float32) float32 { return dotGo(a, b) }
+
 // dotGo is the portable dot product: four independent accumulators over
 // groups of four elements, the remainder added to the first, then summed
 // as (s0+s1)+(s2+s3).

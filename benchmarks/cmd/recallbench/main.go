@@ -25,6 +25,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -35,7 +36,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -89,34 +89,28 @@ func run(args []string, stderr io.Writer) int {
 	if *quick {
 		name = "recall-backends-quick"
 		cfg.Sizes, cfg.TextSizes = []int{1000}, []int{300}
-		if cfg.Queries == 0 {
-			cfg.Queries = 100
-		}
-		if cfg.Duration == 0 {
-			cfg.Duration = 300 * time.Millisecond
-		}
-		if cfg.Rounds == 0 {
-			cfg.Rounds = 1
-		}
+		cfg.Queries = cmp.Or(cfg.Queries, 100)
+		cfg.Duration = cmp.Or(cfg.Duration, 300*time.Millisecond)
+		cfg.Rounds = cmp.Or(cfg.Rounds, 1)
 	}
 	var err error
 	if *backends != "" {
 		cfg.Backends = strings.Split(*backends, ",")
 	}
 	if *sizes != "" {
-		if cfg.Sizes, err = parseSizes(*sizes); err != nil {
+		if cfg.Sizes, err = recallbench.ParseSizes(*sizes); err != nil {
 			fmt.Fprintf(stderr, "recallbench: -sizes: %v\n", err)
 			return 2
 		}
 	}
 	if *efSweep != "" {
-		if cfg.EfSearchSweep, err = parseSizes(*efSweep); err != nil {
+		if cfg.EfSearchSweep, err = recallbench.ParseSizes(*efSweep); err != nil {
 			fmt.Fprintf(stderr, "recallbench: -ef-sweep: %v\n", err)
 			return 2
 		}
 	}
 	if *textSizes != "" {
-		if cfg.TextSizes, err = parseSizes(*textSizes); err != nil {
+		if cfg.TextSizes, err = recallbench.ParseSizes(*textSizes); err != nil {
 			fmt.Fprintf(stderr, "recallbench: -text-sizes: %v\n", err)
 			return 2
 		}
@@ -147,29 +141,27 @@ func run(args []string, stderr io.Writer) int {
 		}
 		return 1
 	}
-	var md bytes.Buffer
-	if err := rep.WriteMarkdown(&md); err != nil {
-		fmt.Fprintf(stderr, "recallbench: %v\n", err)
-		return 1
+	// Each file is rendered in full before it is written, the report first.
+	type output struct {
+		ext, what string // what prefixes a rendering error
+		write     func(io.Writer) error
 	}
-	mdPath := filepath.Join(*out, name+".md")
-	if err := os.WriteFile(mdPath, md.Bytes(), 0o644); err != nil {
-		fmt.Fprintf(stderr, "recallbench: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stderr, "recallbench: wrote %s\n", mdPath)
+	outputs := []output{{".md", "", rep.WriteMarkdown}}
 	if !*noPlot {
-		var svg bytes.Buffer
-		if err := rep.WriteSVG(&svg); err != nil {
-			fmt.Fprintf(stderr, "recallbench: plot: %v\n", err)
+		outputs = append(outputs, output{".svg", "plot: ", rep.WriteSVG})
+	}
+	for _, o := range outputs {
+		var buf bytes.Buffer
+		if err := o.write(&buf); err != nil {
+			fmt.Fprintf(stderr, "recallbench: %s%v\n", o.what, err)
 			return 1
 		}
-		svgPath := filepath.Join(*out, name+".svg")
-		if err := os.WriteFile(svgPath, svg.Bytes(), 0o644); err != nil {
+		path := filepath.Join(*out, name+o.ext)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 			fmt.Fprintf(stderr, "recallbench: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "recallbench: wrote %s\n", svgPath)
+		fmt.Fprintf(stderr, "recallbench: wrote %s\n", path)
 	}
 	for _, ch := range rep.Checks() {
 		state := "met"
@@ -186,27 +178,6 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// parseSizes reads "1k,10k,100k" or "1000,2500"; "none" is an empty list.
-func parseSizes(s string) ([]int, error) {
-	if s == "none" {
-		return []int{}, nil
-	}
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(strings.ToLower(part))
-		mult := 1
-		if t, ok := strings.CutSuffix(part, "k"); ok {
-			part, mult = t, 1000
-		}
-		n, err := strconv.Atoi(part)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad size %q (want e.g. 1k, 10k or 2500)", part)
-		}
-		out = append(out, n*mult)
-	}
-	return out, nil
 }
 
 // goRoot asks the go command, the authority on where the distribution is.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -46,21 +45,6 @@ func TestUsageErrors(t *testing.T) {
 		var stderr bytes.Buffer
 		if code := run(args, &stderr); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr.String())
-		}
-	}
-}
-
-func TestParseSizes(t *testing.T) {
-	got, err := parseSizes("1k, 10K,2500")
-	if err != nil || !slices.Equal(got, []int{1000, 10000, 2500}) {
-		t.Errorf("parseSizes = %v, %v", got, err)
-	}
-	if got, err := parseSizes("none"); err != nil || got == nil || len(got) != 0 {
-		t.Errorf("none = %v, %v", got, err)
-	}
-	for _, bad := range []string{"", "0", "k", "1m", "1k,,2k"} {
-		if _, err := parseSizes(bad); err == nil {
-			t.Errorf("parseSizes(%q) accepted", bad)
 		}
 	}
 }

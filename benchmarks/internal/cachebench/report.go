@@ -209,10 +209,7 @@ func writeWorkload(b *strings.Builder, r *Result) {
 		b.WriteString("| strategy | hit ratio | hit / optimum | billed (base-token eq.) | $ | single band / this | re-anchors | median assembly |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---|---:|\n")
 		for _, s := range rows {
-			hitShare, vsSingle := "", ""
-			if opt != nil && opt.Totals.HitRatio() > 0 {
-				hitShare = fmt.Sprintf("%.3f", s.Totals.HitRatio()/opt.Totals.HitRatio())
-			}
+			vsSingle := ""
 			if single != nil && s.Totals.BaseEquivalent > 0 {
 				vsSingle = fmt.Sprintf("%.2fx", single.Totals.BaseEquivalent/s.Totals.BaseEquivalent)
 			}
@@ -220,7 +217,7 @@ func writeWorkload(b *strings.Builder, r *Result) {
 			if len(s.Assembly) > 0 {
 				asm = fmtDuration(s.MedianAssembly())
 			}
-			fmt.Fprintf(b, "| %s | %.3f | %s | %s | %.2f | %s | %s | %s |\n", s.Strategy, s.Totals.HitRatio(), hitShare,
+			fmt.Fprintf(b, "| %s | %.3f | %s | %s | %.2f | %s | %s | %s |\n", s.Strategy, s.Totals.HitRatio(), hitShare(s, opt),
 				thousands(s.Totals.BaseEquivalent), s.Totals.Cost, vsSingle, reanchors(s), asm)
 		}
 		b.WriteString("\n")
@@ -230,6 +227,15 @@ func writeWorkload(b *strings.Builder, r *Result) {
 	writeMisses(b, r)
 	writeVariants(b, r)
 	writeDays(b, r)
+}
+
+// hitShare formats s's hit ratio over the optimum's, "" when there is no
+// optimum series or it read nothing from the cache.
+func hitShare(s, opt *Series) string {
+	if opt != nil && opt.Totals.HitRatio() > 0 {
+		return fmt.Sprintf("%.3f", s.Totals.HitRatio()/opt.Totals.HitRatio())
+	}
+	return ""
 }
 
 // writeMisses explains each missed target of the workload from its figures.

@@ -2,6 +2,7 @@ package cachebench
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -69,16 +70,13 @@ func writeVariants(b *strings.Builder, r *Result) {
 		}
 		shipped := r.Get(Anchored, p)
 		for _, s := range rows {
-			share, vs := "", ""
-			if opt != nil && opt.Totals.HitRatio() > 0 {
-				share = fmt.Sprintf("%.3f", s.Totals.HitRatio()/opt.Totals.HitRatio())
-			}
+			vs := ""
 			if shipped != nil && shipped.Totals.BaseEquivalent > 0 {
 				vs = fmt.Sprintf("%.3f", s.Totals.BaseEquivalent/shipped.Totals.BaseEquivalent)
 			}
 			warm, _ := s.WarmNonRead()
 			n, tok := layerUpdates(s, layer)
-			fmt.Fprintf(b, "| %s | %s | %.3f | %s | %s | %.2f | %s | %.0f | %d (%s) | %s |\n", configName(s), p, s.Totals.HitRatio(), share,
+			fmt.Fprintf(b, "| %s | %s | %.3f | %s | %s | %.2f | %s | %.0f | %d (%s) | %s |\n", configName(s), p, s.Totals.HitRatio(), hitShare(s, opt),
 				thousands(s.Totals.BaseEquivalent), s.Totals.Cost, vs, warm, n, thousands(float64(tok)), reanchors(s))
 		}
 	}
@@ -97,14 +95,26 @@ func dayChanges(s *Series) []int {
 	return out
 }
 
+// shipped yields, provider by provider, the series of the shipped
+// configuration (Anchored), skipping the providers it did not run on.
+func shipped(r *Result) iter.Seq2[Provider, *Series] {
+	return func(yield func(Provider, *Series) bool) {
+		for _, p := range AllProviders() {
+			if s := r.Get(Anchored, p); s != nil && !yield(p, s) {
+				return
+			}
+		}
+	}
+}
+
 // writeDays reports, when the run crossed midnight, what each day change
 // cost the shipped configuration, how many re-anchors the day changes
 // caused in every configuration, and what the resumptions after a pause
 // cost by the pins their cache-miss re-anchor moved.
 func writeDays(b *strings.Builder, r *Result) {
 	crossed := false
-	for _, p := range AllProviders() {
-		if s := r.Get(Anchored, p); s != nil && len(dayChanges(s)) > 0 {
+	for _, s := range shipped(r) {
+		if len(dayChanges(s)) > 0 {
 			crossed = true
 		}
 	}
@@ -120,11 +130,7 @@ func writeDays(b *strings.Builder, r *Result) {
 		"after a pause the epoch re-anchors on the resumption request itself (see below).\n\n", fmtMinutes(CacheLifetime))
 	b.WriteString("| provider | request | at | since previous | inside a burst | re-anchored | update from | update tokens | non-read / input | next request: re-anchor, non-read / input |\n")
 	b.WriteString("|---|---:|---|---:|---|---|---|---:|---:|---|\n")
-	for _, p := range AllProviders() {
-		s := r.Get(Anchored, p)
-		if s == nil {
-			continue
-		}
+	for p, s := range shipped(r) {
 		for _, i := range dayChanges(s) {
 			l := s.Log[i]
 			next := "none"
@@ -228,11 +234,7 @@ func writeResumptions(b *strings.Builder, r *Result) {
 		"was published before the pause. The shipped configuration's resumptions:\n\n", fmtMinutes(CacheLifetime))
 	b.WriteString("| provider | new day | re-anchored | resumptions | resumption requests' non-read / input | next requests' non-read / input |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|\n")
-	for _, p := range AllProviders() {
-		s := r.Get(Anchored, p)
-		if s == nil {
-			continue
-		}
+	for p, s := range shipped(r) {
 		groups := map[key]*agg{}
 		var order []key
 		for _, x := range resumptions(s) {

@@ -148,12 +148,22 @@ func (b *Bench) thread(sess Session) string {
 // Close closes the collection.
 func (b *Bench) Close() error { return b.col.Close() }
 
-func (b *Bench) record(ctx context.Context, clk *clock) error {
-	layer, err := semantic.New(b.Store, b.Options)
+// runtime returns a semantic layer over the bench's store with opts and a
+// runtime holding only it.
+func (b *Bench) runtime(opts semantic.Options) (*semantic.Layer, *core.Runtime, error) {
+	layer, err := semantic.New(b.Store, opts)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return layer, rt, nil
+}
+
+func (b *Bench) record(ctx context.Context, clk *clock) error {
+	_, rt, err := b.runtime(b.Options)
 	if err != nil {
 		return err
 	}
@@ -260,11 +270,7 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 	if opts.Scope == "" {
 		opts.Scope = b.Options.Scope
 	}
-	layer, err := semantic.New(b.Store, opts)
-	if err != nil {
-		return nil, err
-	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
+	layer, rt, err := b.runtime(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +295,7 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 	}
 	ropts := opts
 	ropts.Mode = mode
-	rlayer, err := semantic.New(b.Store, ropts)
-	if err != nil {
-		return nil, err
-	}
-	rrt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{rlayer}})
+	rlayer, rrt, err := b.runtime(ropts)
 	if err != nil {
 		return nil, err
 	}

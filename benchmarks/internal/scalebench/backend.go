@@ -70,13 +70,19 @@ func openPG(ctx context.Context, dsn, name string, emb embed.Embedder) (*backend
 		close: func() error { return errors.Join(col.Close(), st.Close()) }}, nil
 }
 
-// dropPG drops collection name if it exists.
-func dropPG(ctx context.Context, dsn, name string) error {
+// openPool connects to dsn. A DSN that does not parse is reported without
+// its text, which may hold a password.
+func openPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return fmt.Errorf("scalebench: cannot parse the PostgreSQL DSN")
+		return nil, fmt.Errorf("scalebench: cannot parse the PostgreSQL DSN")
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// dropPG drops collection name if it exists.
+func dropPG(ctx context.Context, dsn, name string) error {
+	pool, err := openPool(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -176,11 +182,7 @@ func PreparePG(ctx context.Context, root, dsn string, l Layout, size, dim int, l
 
 // vacuumPG runs VACUUM ANALYZE on the benchmark's database.
 func vacuumPG(ctx context.Context, dsn string) error {
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return fmt.Errorf("scalebench: cannot parse the PostgreSQL DSN")
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := openPool(ctx, dsn)
 	if err != nil {
 		return err
 	}
