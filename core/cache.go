@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // CacheConfig tunes prompt-cache anchoring. The zero value is anchoring on
 // with the defaults below.
@@ -90,60 +93,19 @@ func (c CacheConfig) validate() error {
 	return nil
 }
 
-func (c CacheConfig) demote() float64 {
-	if c.autoDemoteChurn == 0 {
-		return 0.4
-	}
-	return c.autoDemoteChurn
-}
+// The zero value of each tuning field means its default.
 
-func (c CacheConfig) promote() float64 {
-	if c.autoPromoteChurn == 0 {
-		return 0.1
-	}
-	return c.autoPromoteChurn
-}
-
-func (c CacheConfig) maxAssemblies() int {
-	if c.MaxEpochAssemblies == 0 {
-		return 100
-	}
-	return c.MaxEpochAssemblies
-}
-
-func (c CacheConfig) updateShare() float64 {
-	if c.maxUpdateShare == 0 {
-		return 0.5
-	}
-	return c.maxUpdateShare
-}
-
-func (c CacheConfig) historyStep() float64 {
-	if c.HistoryStep == 0 {
-		return 0.25
-	}
-	return c.HistoryStep
-}
-
-func (c CacheConfig) blindAfter() int {
-	if c.blindReports == 0 {
-		return 3
-	}
-	return c.blindReports
-}
+func (c CacheConfig) demote() float64      { return cmp.Or(c.autoDemoteChurn, 0.4) }
+func (c CacheConfig) promote() float64     { return cmp.Or(c.autoPromoteChurn, 0.1) }
+func (c CacheConfig) maxAssemblies() int   { return cmp.Or(c.MaxEpochAssemblies, 100) }
+func (c CacheConfig) updateShare() float64 { return cmp.Or(c.maxUpdateShare, 0.5) }
+func (c CacheConfig) historyStep() float64 { return cmp.Or(c.HistoryStep, 0.25) }
+func (c CacheConfig) blindAfter() int      { return cmp.Or(c.blindReports, 3) }
 
 // pressureLimit is the update size past which the epoch re-anchors.
 func (c CacheConfig) pressureLimit(anchorTokens int) float64 {
-	floor := c.minUpdateTokens
-	if floor == 0 {
-		floor = 256
-	}
+	floor := cmp.Or(c.minUpdateTokens, 256)
 	return max(float64(floor), c.updateShare()*float64(anchorTokens))
 }
 
-func (c CacheConfig) minChurnSamples() int {
-	if c.churnSamples == 0 {
-		return 4
-	}
-	return c.churnSamples
-}
+func (c CacheConfig) minChurnSamples() int { return cmp.Or(c.churnSamples, 4) }

@@ -241,28 +241,24 @@ var hashSeed = maphash.MakeSeed()
 func hashEntries(entries []projector.Entry[Item]) uint64 {
 	var h maphash.Hash
 	h.SetSeed(hashSeed)
+	// A 0 ends each field, a 1 each item.
+	field := func(s string, end byte) {
+		h.WriteString(s)
+		h.WriteByte(end)
+	}
 	for i := range entries {
 		it := &entries[i].Item
-		h.WriteString(string(it.Type))
-		h.WriteByte(0)
-		h.WriteString(it.ID)
-		h.WriteByte(0)
-		h.WriteString(string(it.Role))
-		h.WriteByte(0)
+		field(string(it.Type), 0)
+		field(it.ID, 0)
+		field(string(it.Role), 0)
 		for _, p := range it.Content {
-			h.WriteString(p.Type)
-			h.WriteByte(0)
-			h.WriteString(p.Text)
-			h.WriteByte(0)
+			field(p.Type, 0)
+			field(p.Text, 0)
 		}
-		h.WriteString(it.CallID)
-		h.WriteByte(0)
-		h.WriteString(it.Name)
-		h.WriteByte(0)
-		h.WriteString(it.Arguments)
-		h.WriteByte(0)
-		h.WriteString(it.Output)
-		h.WriteByte(1)
+		field(it.CallID, 0)
+		field(it.Name, 0)
+		field(it.Arguments, 0)
+		field(it.Output, 1)
 	}
 	return h.Sum64()
 }

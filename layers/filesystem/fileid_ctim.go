@@ -3,17 +3,10 @@
 package filesystem
 
 import (
-	"os"
 	"syscall"
 	"time"
 )
 
-// sysID fills in the inode, device and status-change time of fi.
-func sysID(fi os.FileInfo, id *fileID) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return
-	}
-	id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
-	id.ctime = time.Unix(st.Ctim.Unix())
-}
+// statusChange is the status-change time of st, which these systems name
+// Ctim.
+func statusChange(st *syscall.Stat_t) time.Time { return time.Unix(st.Ctim.Unix()) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/internal/fsutil"
+	"github.com/stratamem/strata/layers/internal/layeropt"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -154,9 +155,7 @@ func New(opts Options) (core.Layer[State], error) {
 }
 
 func newLayer(opts Options) (*layer, error) {
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
+	bad := func(field, reason string) error { return layeropt.Error(opts.ID, field, reason) }
 	if opts.Root == "" {
 		return nil, bad("Root", "empty: the layer needs a directory to confine files to")
 	}
@@ -164,31 +163,17 @@ func newLayer(opts Options) (*layer, error) {
 	if err != nil {
 		return nil, bad("Root", err.Error())
 	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeThread
-	case core.ScopeExecution, core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
-	default:
-		return nil, bad("Scope", fmt.Sprintf("unknown scope %q", opts.Scope))
-	}
-	if err := opts.Budget.Validate(); err != nil {
-		var ce *core.ConfigError
-		if errors.As(err, &ce) {
-			ce.Layer = opts.ID
-		}
+	if opts.Scope, err = layeropt.Scope(opts.ID, opts.Scope, core.ScopeThread); err != nil {
 		return nil, err
 	}
-	switch {
-	case opts.MaxFileBytes < 0:
-		return nil, bad("MaxFileBytes", "negative")
-	case opts.MaxFileBytes == 0:
-		opts.MaxFileBytes = DefaultMaxFileBytes
+	if err := layeropt.Budget(opts.ID, opts.Budget); err != nil {
+		return nil, err
 	}
-	switch {
-	case opts.MaxFiles < 0:
-		return nil, bad("MaxFiles", "negative")
-	case opts.MaxFiles == 0:
-		opts.MaxFiles = DefaultMaxFiles
+	if opts.MaxFileBytes, err = layeropt.Limit(opts.ID, "MaxFileBytes", opts.MaxFileBytes, DefaultMaxFileBytes); err != nil {
+		return nil, err
+	}
+	if opts.MaxFiles, err = layeropt.Limit(opts.ID, "MaxFiles", opts.MaxFiles, DefaultMaxFiles); err != nil {
+		return nil, err
 	}
 	reads := map[string]string{}
 	for i, rt := range opts.ReadTools {

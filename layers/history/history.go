@@ -20,6 +20,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	"github.com/stratamem/strata/core"
 )
@@ -150,20 +151,30 @@ func withoutOrphans(history []core.Item, start, bound int) int {
 	}
 }
 
+// orphans yields, in order, the index of each output of history[from:]
+// whose call is not in history[from:] before it.
+func orphans(history []core.Item, from int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		calls := map[string]struct{}{}
+		for i := from; i < len(history); i++ {
+			switch it := &history[i]; it.Type {
+			case core.TypeFunctionCall:
+				calls[it.CallID] = struct{}{}
+			case core.TypeFunctionCallOutput:
+				if _, ok := calls[it.CallID]; !ok && !yield(i) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // lastOrphan returns the index of the last output of history[from:] whose
 // call is not in history[from:] before it, or -1.
 func lastOrphan(history []core.Item, from int) int {
-	calls := map[string]struct{}{}
 	last := -1
-	for i := from; i < len(history); i++ {
-		switch it := &history[i]; it.Type {
-		case core.TypeFunctionCall:
-			calls[it.CallID] = struct{}{}
-		case core.TypeFunctionCallOutput:
-			if _, ok := calls[it.CallID]; !ok {
-				last = i
-			}
-		}
+	for i := range orphans(history, from) {
+		last = i
 	}
 	return last
 }
@@ -179,19 +190,10 @@ func earliestLostCall(history []core.Item, from int) int {
 			}
 		}
 	}
-	kept := map[string]struct{}{}
 	earliest := -1
-	for i := from; i < len(history); i++ {
-		switch it := &history[i]; it.Type {
-		case core.TypeFunctionCall:
-			kept[it.CallID] = struct{}{}
-		case core.TypeFunctionCallOutput:
-			if _, ok := kept[it.CallID]; ok {
-				continue
-			}
-			if j, ok := before[it.CallID]; ok && (earliest < 0 || j < earliest) {
-				earliest = j
-			}
+	for i := range orphans(history, from) {
+		if j, ok := before[history[i].CallID]; ok && (earliest < 0 || j < earliest) {
+			earliest = j
 		}
 	}
 	return earliest

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/internal/fsutil"
+	"github.com/stratamem/strata/layers/internal/layeropt"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -97,9 +98,7 @@ func New(opts Options) (core.Layer[State], error) {
 	if opts.ID == "" {
 		opts.ID = DefaultID
 	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
+	bad := func(field, reason string) error { return layeropt.Error(opts.ID, field, reason) }
 	if opts.Text == "" && len(opts.Files) == 0 {
 		return core.Layer[State]{}, bad("Text", "set Text or Files")
 	}
@@ -132,12 +131,8 @@ func New(opts Options) (core.Layer[State], error) {
 	if err != nil {
 		return core.Layer[State]{}, bad("Root", err.Error())
 	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeExecution
-	case core.ScopeExecution, core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
-	default:
-		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("unknown scope %q", opts.Scope))
+	if opts.Scope, err = layeropt.Scope(opts.ID, opts.Scope, core.ScopeExecution); err != nil {
+		return core.Layer[State]{}, err
 	}
 	switch opts.OnInitError {
 	case core.InitErrorAbort, core.InitErrorDisable:
@@ -147,18 +142,11 @@ func New(opts Options) (core.Layer[State], error) {
 	if opts.Slot == 0 {
 		opts.Slot = DefaultSlot
 	}
-	if err := opts.Budget.Validate(); err != nil {
-		var ce *core.ConfigError
-		if errors.As(err, &ce) {
-			ce.Layer = opts.ID
-		}
+	if err := layeropt.Budget(opts.ID, opts.Budget); err != nil {
 		return core.Layer[State]{}, err
 	}
-	switch {
-	case opts.MaxFileBytes < 0:
-		return core.Layer[State]{}, bad("MaxFileBytes", "negative")
-	case opts.MaxFileBytes == 0:
-		opts.MaxFileBytes = DefaultMaxFileBytes
+	if opts.MaxFileBytes, err = layeropt.Limit(opts.ID, "MaxFileBytes", opts.MaxFileBytes, DefaultMaxFileBytes); err != nil {
+		return core.Layer[State]{}, err
 	}
 	l := &loader{root: abs, text: opts.Text, sources: opts.Files, files: files, max: opts.MaxFileBytes}
 	l.fingerprint = l.fingerprintOf()

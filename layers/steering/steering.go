@@ -3,7 +3,6 @@ package steering
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/layers/internal/layeropt"
 	"github.com/stratamem/strata/tokens"
 )
 
@@ -122,9 +122,7 @@ func New(opts Options) (core.Layer[State], error) {
 	if opts.ID == "" {
 		opts.ID = DefaultID
 	}
-	bad := func(field, reason string) error {
-		return &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: field, Reason: reason}
-	}
+	bad := func(field, reason string) error { return layeropt.Error(opts.ID, field, reason) }
 	if len(opts.Rules) == 0 && len(opts.ResponseRules) == 0 {
 		return core.Layer[State]{}, bad("Rules", "no rules: set Rules or ResponseRules")
 	}
@@ -174,21 +172,14 @@ func New(opts Options) (core.Layer[State], error) {
 			return core.Layer[State]{}, bad(f+"Guidance", "empty")
 		}
 	}
-	switch opts.Scope {
-	case "":
-		opts.Scope = core.ScopeExecution
-	case core.ScopeExecution, core.ScopeThread, core.ScopeResource, core.ScopeGlobal:
-	default:
-		return core.Layer[State]{}, bad("Scope", fmt.Sprintf("unknown scope %q", opts.Scope))
+	var err error
+	if opts.Scope, err = layeropt.Scope(opts.ID, opts.Scope, core.ScopeExecution); err != nil {
+		return core.Layer[State]{}, err
 	}
 	if opts.Slot == 0 {
 		opts.Slot = core.SlotSteering
 	}
-	if err := opts.Budget.Validate(); err != nil {
-		var ce *core.ConfigError
-		if errors.As(err, &ce) {
-			ce.Layer = opts.ID
-		}
+	if err = layeropt.Budget(opts.ID, opts.Budget); err != nil {
 		return core.Layer[State]{}, err
 	}
 	tk := opts.Tokenizer

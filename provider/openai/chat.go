@@ -51,18 +51,7 @@ func (m *Model) layoutChat(v *core.View) (*chatRequest, error) {
 		switch it.Type {
 		case core.TypeMessage:
 			role, wrap := m.roleOf(band, it)
-			var parts []string
-			if wrap {
-				if text := it.Text(); text != "" {
-					parts = []string{reminder(text)}
-				}
-			} else {
-				for _, p := range it.Content {
-					if p.Text != "" {
-						parts = append(parts, p.Text)
-					}
-				}
-			}
+			parts := messageTexts(it, wrap)
 			if n := len(r.msgs); n > 0 && role == "assistant" && len(r.msgs[n-1].calls) > 0 {
 				// Text after a call in one assistant turn ([text, tool_use,
 				// text], as Claude writes): a message of its own would come

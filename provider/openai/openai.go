@@ -204,6 +204,24 @@ func reminder(text string) string {
 	return "<system-reminder>\n" + text + "\n</system-reminder>"
 }
 
+// messageTexts is the text a message item sends: its non-empty parts, or
+// with wrap its whole text as one reminder (nothing when it has none).
+func messageTexts(it core.Item, wrap bool) []string {
+	if wrap {
+		if text := it.Text(); text != "" {
+			return []string{reminder(text)}
+		}
+		return nil
+	}
+	var texts []string
+	for _, p := range it.Content {
+		if p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return texts
+}
+
 // roleOf is the wire role of a message item in band b.
 func (m *Model) roleOf(b core.Band, it core.Item) (role string, wrap bool) {
 	switch it.Role {

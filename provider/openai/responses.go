@@ -37,18 +37,7 @@ func (m *Model) responsesParams(req provider.Request, maxTokens int) (responses.
 				}
 				break
 			}
-			var texts []string
-			if wrap {
-				if text := it.Text(); text != "" {
-					texts = []string{reminder(text)}
-				}
-			} else {
-				for _, part := range it.Content {
-					if part.Text != "" {
-						texts = append(texts, part.Text)
-					}
-				}
-			}
+			texts := messageTexts(it, wrap)
 			if len(texts) == 0 {
 				break
 			}
