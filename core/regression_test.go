@@ -119,9 +119,14 @@ func TestEventualRecallPastItsDeadlineTimesOut(t *testing.T) {
 // started it: its result lands next turn instead of being cancelled.
 func TestEventualRecallSurvivesTheTurnContext(t *testing.T) {
 	var calls atomic.Int32
+	// finished is sent each recall's number as it returns, so the test
+	// waits for the recalls it expects to land instead of sleeping for
+	// them (a fixed sleep lost the race on a loaded machine).
+	finished := make(chan int32, 8)
 	l := core.Layer[int]{ID: "rag", Slot: 1, Scope: core.ScopeExecution, EventualRecall: true, Placement: core.PlacementLive,
 		Hooks: core.Hooks[int]{Recall: func(ctx context.Context, p core.RecallParams[int]) (core.Recall[int], error) {
 			n := calls.Add(1)
+			defer func() { finished <- n }()
 			select {
 			case <-time.After(30 * time.Millisecond):
 			case <-ctx.Done():
@@ -142,9 +147,20 @@ func TestEventualRecallSurvivesTheTurnContext(t *testing.T) {
 		t.Fatalf("cancelled first turn: %+v", u)
 	}
 	var texts []string
-	for range 3 {
+	// Before turn 1 the first recall must have landed, before turn 3 the
+	// second; turn 2 starts the second.
+	for turn, wait := range []bool{true, false, true} {
+		if wait {
+			select {
+			case <-finished:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("turn %d: the recall in flight never returned", turn+1)
+			}
+			// The hook has returned; give the runtime's goroutine the
+			// moment it takes to hand its result over.
+			time.Sleep(20 * time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // per-turn context, as hosts do
-		time.Sleep(60 * time.Millisecond)
 		v, err := s.Assemble(ctx)
 		cancel()
 		if err != nil {
