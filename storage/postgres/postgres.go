@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stratamem/strata/internal/ctxutil"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -464,13 +465,7 @@ func (s *Store) enter(ctx context.Context, key storage.Key) error {
 
 // bound applies Options.Timeout to a context without a deadline.
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.timeout < 0 {
-		return ctx, func() {}
-	}
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, s.timeout)
+	return ctxutil.Bound(ctx, s.timeout)
 }
 
 // retry runs fn again once if its error says no byte reached the server

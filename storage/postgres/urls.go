@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratamem/strata/internal/pgurl"
 	"github.com/stratamem/strata/storage"
 )
 
@@ -77,34 +78,6 @@ func openURL(ctx context.Context, u *url.URL) (storage.Store, error) {
 		q.Del(k)
 	}
 	u2 := *u
-	u2.RawQuery = libpqQuery(q)
+	u2.RawQuery = pgurl.Query(q)
 	return Open(ctx, u2.String(), o)
-}
-
-// libpqQuery encodes q as pgx parses a URL query (as libpq does: '+' is a
-// plus, not a space), percent-encoding everything but unreserved bytes.
-func libpqQuery(q url.Values) string {
-	var b strings.Builder
-	esc := func(s string) {
-		const hex = "0123456789ABCDEF"
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~':
-				b.WriteByte(c)
-			default:
-				b.WriteByte('%')
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&15])
-			}
-		}
-	}
-	for i, k := range slices.Sorted(maps.Keys(q)) {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		esc(k)
-		b.WriteByte('=')
-		esc(q.Get(k))
-	}
-	return b.String()
 }

@@ -21,6 +21,7 @@ import (
 	pgv "github.com/pgvector/pgvector-go"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
+	"github.com/stratamem/strata/internal/ctxutil"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
 	"github.com/stratamem/strata/vectorstore/internal/driverutil"
@@ -1037,13 +1038,7 @@ func scanRecords(rows pgx.Rows, withTerms, withVec, dist bool) ([]driver.Match, 
 
 // bound applies Options.Timeout to a context without a deadline.
 func (c *collection) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.opts.Timeout < 0 {
-		return ctx, func() {}
-	}
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, c.opts.Timeout)
+	return ctxutil.Bound(ctx, c.opts.Timeout)
 }
 
 // withConn runs fn on a pooled connection; with register, one whose type

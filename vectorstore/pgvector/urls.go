@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stratamem/strata/internal/pgurl"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
 )
@@ -224,38 +225,8 @@ func parseURL(u *url.URL, base Options) (Options, string, error) {
 		}
 	}
 	u2 := *u
-	u2.RawQuery = libpqQuery(q)
+	u2.RawQuery = pgurl.Query(q)
 	return o, u2.String(), nil
-}
-
-// libpqQuery encodes q for pgx, which parses a URL query as libpq does:
-// '+' is a plus, not a space, and a value holds no raw '='. url.Values.Encode
-// writes spaces as '+', so "options=-c%20a%3Db" would reach the server as
-// "-c+a=b". Everything but unreserved characters is percent-encoded.
-func libpqQuery(q url.Values) string {
-	var b strings.Builder
-	esc := func(s string) {
-		const hex = "0123456789ABCDEF"
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~':
-				b.WriteByte(c)
-			default:
-				b.WriteByte('%')
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&15])
-			}
-		}
-	}
-	for i, k := range slices.Sorted(maps.Keys(q)) {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		esc(k)
-		b.WriteByte('=')
-		esc(q.Get(k))
-	}
-	return b.String()
 }
 
 // openURL opens "postgres://user@host:5432/db?collection=memories&dimension=384".

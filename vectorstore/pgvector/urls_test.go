@@ -99,10 +99,6 @@ func TestURLPassesConnectionParameters(t *testing.T) {
 	if rp["application_name"] != "strata-test" || rp["options"] != "-c work_mem=64MB" || rp["search_path"] != "mem" || len(rp) != 3 {
 		t.Fatalf("run-time parameters %v", rp)
 	}
-	// Values pgx would misread if encoded the url.Values way.
-	if got := libpqQuery(url.Values{"options": {"-c a=b+c"}, "x y": {"&"}}); got != "options=-c%20a%3Db%2Bc&x%20y=%26" {
-		t.Fatalf("libpqQuery = %s", got)
-	}
 	if !strings.Contains(strings.Join(PgxParams(), ","), "pool_max_conns") {
 		t.Fatal("PgxParams misses pool_max_conns")
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/stratamem/strata/internal/ctxutil"
 	"github.com/stratamem/strata/vectorstore"
 	"github.com/stratamem/strata/vectorstore/driver"
 	"github.com/stratamem/strata/vectorstore/internal/driverutil"
@@ -143,13 +144,7 @@ func (c *collection) nextRevision(floor int64) int64 {
 
 // bound applies Options.Timeout to a context without a deadline.
 func (c *collection) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.timeout < 0 {
-		return ctx, func() {}
-	}
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, c.timeout)
+	return ctxutil.Bound(ctx, c.timeout)
 }
 
 // withCtx adds the context's error to err when the context ended (the
