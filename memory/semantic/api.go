@@ -16,19 +16,24 @@ import (
 var ErrScope = memory.ErrScope
 
 // scoped returns a session on the scope a Go API call names: what a run
-// of that thread (or resource) would search and write. A run id says the
-// session writes: it then keeps the scope's thread even when the layer
-// is resource-scoped, since every message belongs to a thread.
+// of that thread (or resource) would search and write. The session is
+// the scope's thread's even when the layer is resource-scoped (its
+// records are the resource's all the same, see scopeFilter): every
+// message a write makes belongs to a thread, and the latest messages a
+// search counts are the thread's. A read of a scope that names no thread
+// has none: no conversation is going on in it. A run id says the session
+// writes.
 func (l *Layer) scoped(ctx context.Context, scope vectorstore.Scope, run string) (*session, error) {
 	r, err := layerkit.Run(l.o.ID, l.o.Scope, scope)
 	if err != nil {
 		return nil, err
 	}
 	r.RunID = run
-	if run != "" {
-		r.ThreadID = scope.Thread
-	}
+	r.ThreadID = scope.Thread
 	s := l.newSession(r)
+	if r.ThreadID == "" && run == "" {
+		return s, nil
+	}
 	if err := s.loadTail(ctx); err != nil {
 		return nil, err
 	}
@@ -40,6 +45,15 @@ func (l *Layer) scoped(ctx context.Context, scope vectorstore.Scope, run string)
 // ranking recall uses, with the same checks as State.Search. It reads the
 // store, so it sees the messages of every session; a message a running
 // session has not embedded yet ranks by its words only.
+//
+// The conversation a search is part of is the scope's thread: the
+// speaker and date priors read who and when the question is about from
+// the candidates and the thread's latest messages. A scope with a thread
+// ranks as State.Search of a new session of that thread does, with the
+// latest messages stored in it; a scope with no thread (a resource, for
+// a resource-scoped layer) ranks with none, as State.Search of a session
+// of a new thread of the resource does. The latest messages of the
+// resource's other threads never count.
 func (l *Layer) Search(ctx context.Context, scope vectorstore.Scope, query string, opts SearchOptions) ([]Hit, error) {
 	s, err := l.scoped(ctx, scope, "")
 	if err != nil {

@@ -259,32 +259,28 @@ type QuestionResult struct {
 	Shown, ShownTokens float64
 }
 
-// Evaluate asks every question of the corpus through a fresh session's
-// layer state (semantic.State.Search, the ranking recall uses) in mode,
-// with the layer options opts (their ID and scope must match those the
-// corpus was recorded with; an empty Scope is the recorded one). With
-// shown it also asks each question through the recall hook
-// (Result.Shown), which costs a session per question.
+// Evaluate asks every question of the corpus through the layer's Go API
+// (semantic.Layer.Search of the corpus thread: the ranking recall uses,
+// as a new session of that thread ranks) in mode, with the layer options
+// opts (their ID and scope must match those the corpus was recorded
+// with; an empty Scope is the recorded one). With shown it also asks
+// each question through the recall hook (Result.Shown), which costs a
+// session per question.
 func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.Options, shown bool) (*Result, error) {
 	opts = patient(opts)
 	if opts.Scope == "" {
 		opts.Scope = b.Options.Scope
 	}
-	layer, rt, err := b.runtime(opts)
+	layer, err := semantic.New(b.Store, opts)
 	if err != nil {
 		return nil, err
 	}
-	s, err := rt.Start(ctx, core.RunOptions{RunID: "questions", ThreadID: b.Corpus.Name, ResourceID: Resource})
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close(ctx)
-	st, ok := core.State[semantic.State](s, layer.ID)
-	if !ok {
-		return nil, fmt.Errorf("recallquality: no state for layer %q", layer.ID)
-	}
-	if n, err := st.Len(ctx); err != nil || n != b.Corpus.Turns() {
-		return nil, fmt.Errorf("recallquality: layer holds %d messages (%v), corpus has %d turns", n, err, b.Corpus.Turns())
+	// The questions are asked on the corpus thread: with resource scope
+	// a thread of the resource that holds no message, so no latest
+	// message counts, as in a new session of it.
+	scope := vectorstore.Scope{Thread: b.Corpus.Name, Resource: Resource}
+	if msgs, err := layer.List(ctx, scope); err != nil || len(msgs) != b.Corpus.Turns() {
+		return nil, fmt.Errorf("recallquality: layer holds %d messages (%v), corpus has %d turns", len(msgs), err, b.Corpus.Turns())
 	}
 	kmax := slices.Max(Ks)
 	texts := map[string]string{} // turn id -> text
@@ -304,7 +300,7 @@ func (b *Bench) Evaluate(ctx context.Context, mode semantic.Mode, opts semantic.
 		Types: b.Corpus.QuestionTypes(), Restricted: b.Corpus.Restricted}
 	count := map[string]int{}
 	for _, q := range b.Corpus.Questions {
-		hits, err := st.Search(ctx, q.Text, semantic.SearchOptions{K: kmax, Mode: mode})
+		hits, err := layer.Search(ctx, scope, q.Text, semantic.SearchOptions{K: kmax, Mode: mode})
 		if err != nil {
 			return nil, fmt.Errorf("recallquality: question %d: %w", q.N, err)
 		}

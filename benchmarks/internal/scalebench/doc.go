@@ -3,7 +3,7 @@
 // session start (rt.Start: the layer's init reads the thread's latest
 // messages; until the layer ranked in the collection it loaded every
 // record of the resource into a mirror and built BM25), one exchange
-// (Append user, Assemble, Record assistant), State.Search, and the
+// (Append user, Assemble, Record assistant), Layer.Search, and the
 // process's RSS, at several history sizes, on the embedded store and on
 // pgvector; and the ingest rate of new messages with a real embedder.
 // benchmarks/cmd/scalebench runs it and writes the report.

@@ -14,6 +14,7 @@ import (
 	"github.com/stratamem/strata/embed/hashing"
 	"github.com/stratamem/strata/memory"
 	"github.com/stratamem/strata/memory/semantic"
+	"github.com/stratamem/strata/vectorstore"
 )
 
 // maxStarts bounds Config.Starts.
@@ -109,7 +110,8 @@ type Result struct {
 	AppendRecord Dist `json:"append_record"`
 	// RecallTimeouts counts assemblies whose semantic recall timed out.
 	RecallTimeouts int `json:"recall_timeouts"`
-	// Search is State.Search(query, SearchOptions{}) on the open session.
+	// Search is Layer.Search(resource, query, SearchOptions{}), with the
+	// turns session open.
 	Search Dist `json:"search"`
 
 	// Memory: before opening the store, with the store open, and with
@@ -320,10 +322,9 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	c.Logf("    append+record p50 %.1f ms, assemble p50 %.1f ms", r.AppendRecord.P50, r.Assemble.P50)
 
 	// Searches.
-	st, ok := core.State[semantic.State](s, LayerID)
-	if !ok {
-		return r, errors.New("scalebench: no semantic state on the session")
-	}
+	// A host's search of the user's memory: the resource, no thread, so
+	// no thread's latest messages are read or count.
+	scope := vectorstore.Scope{Resource: res}
 	var srch []time.Duration
 	sFail := 0
 	if c.ProfileDir != "" {
@@ -343,7 +344,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			break
 		}
 		t := time.Now()
-		_, err := st.Search(ctx, q, semantic.SearchOptions{})
+		_, err := layer.Search(ctx, scope, q, semantic.SearchOptions{})
 		if err != nil {
 			sFail++
 			c.Logf("    search %q: %v", q, err)
