@@ -36,8 +36,10 @@ type View struct {
 
 // Updates returns the context-updates message this assembly published: the
 // trailing message after the live band, or (inline, the default) the
-// message appended to the end of history this turn. Empty when no anchored
-// layer drifted since its last publication.
+// message appended to the end of history this turn (or, when a tool round
+// trip is open there, placed after its outputs once they are in; see
+// Session.Assemble). Empty when no anchored layer drifted since its last
+// publication.
 func (v *View) Updates() []Item { return v.updates }
 
 // Band returns the items of band b.
@@ -177,7 +179,13 @@ func (u *Usage) Layer(id string) *LayerUsage {
 // whose fresh output drifted are published in one context-updates message,
 // by default once at the end of history, where it stays for the epoch
 // (after the live band on every turn with CacheConfig.TrailingUpdates;
-// see the package documentation). A failing recall contributes nothing this turn (a
+// see the package documentation). An inline update never stands between
+// a function call and its output: published while a call at the end of
+// history still waits for its output (the host assembling between
+// recording the call and appending the output), it is left out of that
+// view and joins history right after the outputs of the calls open then,
+// once they are appended (or after a user message that ends the round
+// trip without them). A failing recall contributes nothing this turn (a
 // diagnostic says why).
 //
 // Under a Policy, history that does not fit is dropped oldest first, but
@@ -357,7 +365,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	usage.Total = pv.TotalTokens()
 	usage.HistoryItems = len(pv.Bands[BandHistory])
 	if firstUpdate >= 0 {
-		usage.HistoryItems -= len(s.epoch.published)
+		usage.HistoryItems -= s.placedUpdates()
 	}
 	usage.HistoryDropped = max(0, len(s.log)-usage.HistoryItems)
 	shown := usage.HistoryItems

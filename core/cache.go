@@ -19,7 +19,9 @@ type CacheConfig struct {
 	// the live band on every turn, so the model always finds the latest
 	// drift in one place, next to the live band. By default (false) an
 	// update is published once, at the end of history before the live
-	// band, and stays in the conversation there for the rest of the epoch:
+	// band (after an open tool round trip's outputs, never between a
+	// call and its output), and stays in the conversation there for the
+	// rest of the epoch:
 	// written to the cache once and read from it after, instead of
 	// re-billed every turn. A retraction then stands as long as its pin
 	// does without being repeated.

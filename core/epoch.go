@@ -81,10 +81,87 @@ type epoch struct {
 }
 
 // publishedUpdate is a context-updates message kept in the conversation
-// at the place it was published: before the log item at index at.
+// at the place it was published: before the log item at index at. An
+// update published while a tool round trip is open at the end of the log
+// (open; seg is where that round trip's items start) has no place yet:
+// it takes one when the round trip closes (placeUpdate).
 type publishedUpdate struct {
 	at    int
+	seg   int
+	open  bool
 	entry projector.Entry[Item]
+}
+
+// newUpdate is an inline update published now, at the end of the log. A
+// host may assemble between recording a function call and appending its
+// output: placed there, the update would stand between the call and its
+// output for the rest of the epoch, a shape providers reject (Anthropic
+// wants a tool_use answered by tool_result blocks first in the next user
+// turn). Such an update is marked open instead, to be placed after the
+// outputs of the calls open at that point once they are in (placeUpdate).
+//
+// Only the trailing round trip counts: the items after the newest message
+// that is neither the assistant's nor a call or output, so that a call
+// left unanswered before a user message does not hold later updates back.
+func (s *Session) newUpdate(e projector.Entry[Item]) publishedUpdate {
+	p := publishedUpdate{at: len(s.log), seg: len(s.log), entry: e}
+	for p.seg > 0 && inRoundTrip(s.log[p.seg-1].Item) {
+		p.seg--
+	}
+	open := map[string]bool{}
+	for _, e := range s.log[p.seg:] {
+		switch e.Item.Type {
+		case TypeFunctionCall:
+			open[e.Item.CallID] = true
+		case TypeFunctionCallOutput:
+			delete(open, e.Item.CallID)
+		}
+	}
+	p.open = len(open) > 0
+	return p
+}
+
+// inRoundTrip reports whether it can belong to a tool round trip: a call,
+// an output, or the assistant's text around its calls.
+func inRoundTrip(it Item) bool {
+	return it.Type != TypeMessage || it.Role == RoleAssistant
+}
+
+// placeUpdate places an open update, when it can: at the first point at
+// or after where it was published at which no call of its round trip is
+// still waiting for its output, or after the first message that ends the
+// round trip without the output (a user message). It reports
+// false while the round trip is still open at the end of the log; the
+// update is then left out of the view, which ends in an unanswered call
+// and so is not a request a provider accepts anyway.
+//
+// After the outputs rather than before the call: the place depends only
+// on the log up to it, which never changes once written, so the same log
+// gives the same bytes on every later assembly, and each view is a prefix
+// of the next, from the first view the call is in through the one the
+// output arrives in and on. Before the call would rewrite the part of an
+// earlier view the call was already in, and put the update ahead of the
+// model's request it played no part in.
+func (s *Session) placeUpdate(p *publishedUpdate) bool {
+	if !p.open {
+		return true
+	}
+	waiting := map[string]bool{}
+	for q := p.seg; ; q++ {
+		if q >= p.at && (len(waiting) == 0 || q > p.at && !inRoundTrip(s.log[q-1].Item)) {
+			p.at, p.open = q, false
+			return true
+		}
+		if q == len(s.log) {
+			return false
+		}
+		switch it := &s.log[q].Item; it.Type {
+		case TypeFunctionCall:
+			waiting[it.CallID] = true
+		case TypeFunctionCallOutput:
+			delete(waiting, it.CallID)
+		}
+	}
 }
 
 // deltaMemo remembers a layer's last renderDelta answer so an unchanged
@@ -476,7 +553,7 @@ func (s *Session) arrange(ctx context.Context, outs []layerOutput, hashes []uint
 		e.Group, e.Opens = "", false
 		a.updateTokens = e.Tokens
 		if inline {
-			ep.published = append(ep.published, publishedUpdate{at: len(s.log), entry: e})
+			ep.published = append(ep.published, s.newUpdate(e))
 			ep.publishedTokens += e.Tokens
 		} else {
 			a.updates = []projector.Entry[Item]{e}
@@ -509,11 +586,13 @@ func (s *Session) pressure(a arrangement) int {
 // withUpdates interleaves the epoch's published updates into the projected
 // history at the places they were published. start is the log index the
 // history begins at, -1 when a projectHistory hook replaced the items (the
-// updates then go at the end). It returns the history, the index of the
-// first update in it (-1 without updates), and cut=true when an update
-// would fall before the history's start.
+// updates then go at the end). An update waiting for its tool round trip
+// to close (placeUpdate) is left out, with every update published after
+// it. It returns the history, the index of the first update in it (-1
+// without updates), and cut=true when an update would fall before the
+// history's start.
 func (s *Session) withUpdates(history []projector.Entry[Item], start int) ([]projector.Entry[Item], int, bool) {
-	pub := s.epoch.published
+	pub := s.epoch.published[:s.placedUpdates()]
 	if len(pub) == 0 {
 		return history, -1, false
 	}
@@ -542,6 +621,18 @@ func (s *Session) withUpdates(history []projector.Entry[Item], start int) ([]pro
 	}
 	out = append(out, history[next:]...)
 	return out, first, false
+}
+
+// placedUpdates places what it can of the epoch's open updates and
+// returns how many of the published updates, in order, have a place.
+func (s *Session) placedUpdates() int {
+	pub := s.epoch.published
+	for i := range pub {
+		if !s.placeUpdate(&pub[i]) {
+			return i
+		}
+	}
+	return len(pub)
 }
 
 // delta asks the layer's renderDelta for a compact change, falling back to
