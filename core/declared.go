@@ -5,11 +5,10 @@ import (
 	"fmt"
 )
 
-// Declared calls (Layer.CallNames) are plain function-call names a layer
-// applies in its Store hook, with no tool offered. The model's calls are
-// recorded before the layers are asked about them, so when some layer can
-// deny a call, Record withholds a layer's declared calls from its Store
-// hook and ExecuteTool applies each one, once allowed, by that hook. The
+// Plain functions (Function.Plain) are call names a layer applies with no
+// tool offered. The model's calls are recorded before the layers are asked
+// about them, so when some layer can deny a call, Record leaves a plain
+// call alone and ExecuteTool applies it, once allowed, by its Call. The
 // runtime knows nothing of any particular layer's calls: the names are
 // routes like any other (Runtime.routes).
 
@@ -23,45 +22,54 @@ func (s *Session) canDeny() bool {
 	return false
 }
 
-// withoutDeclaredCalls returns items without the function calls layer k
-// declares (Layer.CallNames); items itself when it holds none.
-func (s *Session) withoutDeclaredCalls(items []Item, k int) []Item {
-	if len(s.insts[k].spec().callNames) == 0 {
-		return items
-	}
-	declared := func(it *Item) bool {
-		r, ok := s.rt.routes[it.Name]
-		return it.Type == TypeFunctionCall && ok && r.layer == k && r.fn == "" && r.tool == nil
-	}
-	var out []Item
-	for i := range items {
-		if declared(&items[i]) {
-			if out == nil {
-				out = append(make([]Item, 0, len(items)), items[:i]...)
-			}
+// recordPlainCalls applies the plain calls of layer k among items (every
+// item recorded since the previous Record) when no layer can deny calls: a
+// call recorded with its function_call_output (the host answered it) is
+// not applied, nor a call id applied before. It returns the writes left
+// unconfirmed and the persistence failures.
+func (s *Session) recordPlainCalls(ctx context.Context, k int, items []Item) []error {
+	var answered map[string]bool
+	var errs []error
+	for _, it := range items {
+		if it.Type != TypeFunctionCall || s.applied[it.CallID] {
 			continue
 		}
-		if out != nil {
-			out = append(out, items[i])
+		r, ok := s.rt.routes[it.Name]
+		if !ok || !r.plain || r.layer != k {
+			continue
+		}
+		if answered == nil {
+			answered = map[string]bool{}
+			for _, o := range items {
+				if o.Type == TypeFunctionCallOutput {
+					answered[o.CallID] = true
+				}
+			}
+		}
+		if answered[it.CallID] {
+			continue
+		}
+		applied, err := s.insts[k].recordCall(ctx, r.fn, it)
+		if applied {
+			s.applied[it.CallID] = true
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if out == nil {
-		return items
-	}
-	return out
+	return errs
 }
 
-// applyDeclared runs a declared call of layer k that the host routed. When
-// a layer can deny calls, Record withheld it from the Store hook, so it is
-// applied now, once per call id; otherwise Record applied it already.
-func (s *Session) applyDeclared(ctx context.Context, k int, call Item) (Item, error) {
+// applyPlain answers a plain call of layer k that the host routed. When a
+// layer can deny calls, Record left it alone, so it is applied now, once
+// per call id; otherwise Record applied it already.
+func (s *Session) applyPlain(ctx context.Context, r route, call Item) (Item, error) {
 	s.verdict[call.CallID] = callRan
-	id := s.insts[k].spec().ID
 	if s.canDeny() && !s.applied[call.CallID] {
-		if err := s.insts[k].storeCall(ctx, call, s.items); err != nil {
+		if _, err := s.insts[r.layer].callFunction(ctx, r.fn, true, call); err != nil {
 			return layerCallFailed(call.CallID, "the call", err)
 		}
 		s.applied[call.CallID] = true
 	}
-	return FunctionCallOutput(call.CallID, fmt.Sprintf("ok: applied by %s", id)), nil
+	return FunctionCallOutput(call.CallID, fmt.Sprintf("ok: applied by %s", s.insts[r.layer].spec().ID)), nil
 }

@@ -81,7 +81,8 @@
 // package layers/toolcalls builds them from typed Go functions, with the
 // state they share) and a function a layer provides (Layer.Functions,
 // named "layerID/fn") are described by the same ToolSpec, share one name
-// space with the layers' declared calls (Layer.CallNames) and are listed
+// space with the layers' plain functions (Function.Plain, called by name
+// alone and not offered) and are listed
 // together, sorted, by Session.Tools and View.Tools. Session.ExecuteTool
 // routes every call by its name.
 //
@@ -102,11 +103,12 @@
 //     denies the call with a reason saying it could not be checked, and a
 //     diagnostic, unless the layer says FailOpen;
 //   - ExecuteTool refuses a call this session denied (ErrCallDenied);
-//   - a layer's declared calls (Layer.CallNames: plain call names its
-//     Store hook applies, with no tool offered) are applied when
-//     ExecuteTool routes them,
-//     whenever some layer can deny calls; with no such layer, Record
-//     applies them as it logs them;
+//   - a layer's plain functions (Function.Plain: call names with no tool
+//     offered, which the system prompt tells the model of) are applied by
+//     their Call when ExecuteTool routes them, whenever some layer can
+//     deny calls; with no such layer, Record applies them as it logs them
+//     (not a call recorded with its output), and ExecuteTool only answers
+//     them;
 //   - a layer that tracks a call's effect (a file a read tool read) acts
 //     on the call's output, whose ItemAppendParams.CallAllowed says that
 //     the session let the call run.
@@ -124,7 +126,12 @@
 // a developer message of context updates. By default it is published once,
 // at the end of history (before the live band) on the turn the drift is
 // seen, and stays in the conversation at that place for the rest of the
-// epoch: written to the cache once, read from it after. With
+// epoch: written to the cache once, read from it after. It never lands
+// inside a tool round trip: seen while a function call at the end of
+// history still waits for its output, the update is left out of that view
+// (which ends in an unanswered call, no valid request) and placed right
+// after the outputs of the calls open then, once they are appended, so
+// every view's history is a byte-identical prefix of the next one's. With
 // CacheConfig.TrailingUpdates every drifted anchor is restated in one
 // message after the live band on every turn instead:
 //

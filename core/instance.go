@@ -38,11 +38,18 @@ type layerConfig struct {
 	onInitError    InitErrorPolicy
 	failOpen       bool
 	eventualRecall bool
-	// functions are the provided functions, named without the layer id.
-	functions []ToolSpec
-	// callNames are the plain function-call names its Store hook applies.
-	callNames     []string
+	// functions are the layer's functions, provided and plain, named
+	// without the layer id.
+	functions     []functionConfig
 	writesRecords bool
+}
+
+// functionConfig is what the runtime needs of a Function without knowing
+// the state type.
+type functionConfig struct {
+	ToolSpec
+	plain  bool
+	noCall bool
 }
 
 // Function is a function a layer provides to the model. Calls to
@@ -54,7 +61,29 @@ type layerConfig struct {
 // with any properties (NewFunction derives it from a Go type).
 type Function[S any] struct {
 	Spec ToolSpec
-	Call func(ctx context.Context, p CallParams[S]) (FunctionResult[S], error)
+	// Plain makes the function a plain call name: no schema is offered
+	// (it is not in Session.Tools nor View.Tools), the model is told of it
+	// by the system prompt, for models or hosts that do not route tool
+	// calls back (memory/entity's "updateEntities"). The model calls it by
+	// Spec.Name alone, without the layer id, in the one name space of the
+	// provided functions and Config.Tools; it needs a Call. When Call
+	// applies such a call depends on whether a call can be denied:
+	//
+	//   - when some layer of the session has a BeforeToolCall hook, Record
+	//     withholds the call, and Session.ExecuteTool, which the host
+	//     calls once the layers allowed it, applies it and answers with
+	//     "ok: applied by <layer id>" or the error. A denied call is never
+	//     applied;
+	//   - when no layer can deny, the call is applied when Record logs it,
+	//     unless it was recorded with its function_call_output (the host
+	//     answered it), and ExecuteTool only answers it, so the provider
+	//     still gets an output for the call; a failure is a diagnostic,
+	//     and Record returns only a write the store did not confirm.
+	//
+	// Either way a call id is applied at most once per session, and Call's
+	// Output is not sent to the model.
+	Plain bool
+	Call  func(ctx context.Context, p CallParams[S]) (FunctionResult[S], error)
 }
 
 // FunctionResult is a provided function's answer.
@@ -132,11 +161,10 @@ func (l Layer[S]) config() layerConfig {
 	c := layerConfig{
 		LayerSpec: l.Spec(), timeouts: l.Timeouts, onInitError: l.OnInitError, eventualRecall: l.EventualRecall,
 		failOpen:      l.FailOpen,
-		callNames:     append([]string(nil), l.CallNames...),
 		writesRecords: l.WritesRecords,
 	}
 	for _, f := range l.Functions {
-		c.functions = append(c.functions, f.Spec)
+		c.functions = append(c.functions, functionConfig{ToolSpec: f.Spec, plain: f.Plain, noCall: f.Call == nil})
 	}
 	return c
 }
@@ -161,12 +189,12 @@ type instance interface {
 	beforeToolCall(ctx context.Context, call Item) (deny bool, reason, args string, err error)
 	afterModelCall(ctx context.Context, newItems []Item) error
 	store(ctx context.Context, newItems, history []Item) error
-	storeCall(ctx context.Context, call Item, history []Item) error
 	onSpawn(ctx context.Context, child RunInfo) (any, bool, error)
 	onReturn(ctx context.Context, child RunInfo, childInst instance, result []Item) error
 	onComplete(ctx context.Context, log []Item, outcome string) error
 	dispose(ctx context.Context, outcome string) error
-	callFunction(ctx context.Context, name string, call Item) (string, error)
+	callFunction(ctx context.Context, name string, plain bool, call Item) (string, error)
+	recordCall(ctx context.Context, name string, call Item) (applied bool, err error)
 	stateValue() any
 	setStateValue(ctx context.Context, v any) error
 }

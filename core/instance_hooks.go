@@ -268,24 +268,6 @@ func (i *layerInstance[S]) store(ctx context.Context, newItems, history []Item) 
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
 }
 
-// storeCall applies one declared call (Layer.CallNames) that the host
-// routed after the layers allowed it: the Store hook runs with NewItems
-// holding just the call. A hook failure is a diagnostic and is returned
-// (a *HookError) so the call's output can say what went wrong.
-func (i *layerInstance[S]) storeCall(ctx context.Context, call Item, history []Item) error {
-	if i.layer.Hooks.Store == nil {
-		return nil
-	}
-	p := StoreParams[S]{Run: i.run(), State: i.state, NewItems: []Item{call}, History: history}
-	next, kind, err := callHook(ctx, i.timeout(HookStore),
-		func(ctx context.Context) (*S, error) { return i.layer.Hooks.Store(ctx, p) })
-	if err != nil {
-		i.sess.diagnose(i.sp.ID, HookStore, kind, err)
-		return &HookError{Layer: i.sp.ID, Hook: HookStore, Kind: kind, Err: err}
-	}
-	return i.commit(ctx, HookStore, next)
-}
-
 // onSpawn runs the parent's hook; ok is false when it gave the child no
 // state of its own.
 func (i *layerInstance[S]) onSpawn(ctx context.Context, child RunInfo) (any, bool, error) {
@@ -341,16 +323,24 @@ func (i *layerInstance[S]) dispose(ctx context.Context, outcome string) error {
 	return nil
 }
 
-func (i *layerInstance[S]) callFunction(ctx context.Context, name string, call Item) (string, error) {
+// callFunction runs the layer's function name, provided or plain (a
+// plain function's diagnostics name it as the model calls it, without the
+// layer id). A failure is a diagnostic and is returned as a *HookError; a
+// state that could not be persisted is returned as commit's error.
+func (i *layerInstance[S]) callFunction(ctx context.Context, name string, plain bool, call Item) (string, error) {
 	var fn *Function[S]
 	for k := range i.layer.Functions {
-		if i.layer.Functions[k].Spec.Name == name {
-			fn = &i.layer.Functions[k]
+		if f := &i.layer.Functions[k]; f.Spec.Name == name && f.Plain == plain {
+			fn = f
 			break
 		}
 	}
 	if fn == nil || fn.Call == nil {
 		return "", fmt.Errorf("%w: %s/%s", ErrUnknownFunction, i.sp.ID, name)
+	}
+	label := Hook(i.sp.ID + "/" + name)
+	if plain {
+		label = Hook(name)
 	}
 	p := CallParams[S]{Run: i.run(), State: i.state, Call: call}
 	r, kind, err := callHook(ctx, i.timeout(HookStore),
@@ -360,13 +350,29 @@ func (i *layerInstance[S]) callFunction(ctx context.Context, name string, call I
 		if errors.As(err, &argErr) {
 			kind = KindRejected
 		}
-		i.sess.diagnose(i.sp.ID, Hook(i.sp.ID+"/"+name), kind, err)
+		i.sess.diagnose(i.sp.ID, label, kind, err)
 		return "", &HookError{Layer: i.sp.ID, Hook: Hook(name), Kind: kind, Err: err}
 	}
 	if err := i.commit(ctx, Hook(name), r.State); err != nil {
 		return "", err
 	}
 	return r.Output, nil
+}
+
+// recordCall applies a plain call as Record logs it (no layer can deny
+// calls). As for the write hooks Record runs, a failure is a diagnostic
+// and only a write left unconfirmed (see unconfirmed), or the state's
+// persistence failure, is returned; applied reports that Call succeeded.
+func (i *layerInstance[S]) recordCall(ctx context.Context, name string, call Item) (bool, error) {
+	_, err := i.callFunction(ctx, name, true, call)
+	if err == nil {
+		return true, nil
+	}
+	var he *HookError
+	if errors.As(err, &he) && he.Layer == i.sp.ID && he.Hook == Hook(name) {
+		return false, i.unconfirmed(he.Hook, he.Kind, he.Err)
+	}
+	return false, err
 }
 
 func (i *layerInstance[S]) stateValue() any { return i.state }

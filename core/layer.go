@@ -130,27 +130,10 @@ type Layer[S any] struct {
 	// next to Config.Tools (Session.Tools); calls to them are routed back
 	// to the layer (Session.ExecuteTool). Each call runs under the layer's
 	// Store timeout (Timeouts[HookStore]): like Store it changes the
-	// layer's state. Config.ToolTimeout applies to Config.Tools only.
+	// layer's state. Config.ToolTimeout applies to Config.Tools only. A
+	// Plain function is called by its name alone and is not offered as a
+	// tool (see Function.Plain).
 	Functions []Function[S]
-	// CallNames are plain function-call names the layer applies in its
-	// Store hook: no tool schema is offered, the layer's instructions tell
-	// the model to call them, for models or hosts that do not route tool
-	// calls back (memory/entity's "updateEntities"). They share one name
-	// space with the provided functions and Config.Tools. The
-	// Store hook stays the one write path, but when it sees such a call
-	// depends on whether a call can be denied:
-	//
-	//   - when some layer of the session has a BeforeToolCall hook, Record
-	//     withholds the layer's calls from its Store hook, and
-	//     Session.ExecuteTool, which the host calls once the layers
-	//     allowed the call, runs the Store hook with that one call
-	//     (NewItems holds just it) and answers with "ok: applied by <id>"
-	//     or the error. A denied call is never applied, a call id at most
-	//     once;
-	//   - when no layer can deny, the call is applied when Record logs it
-	//     and ExecuteTool only answers it, so the provider still gets an
-	//     output for the call.
-	CallNames []string
 	// Merge resolves a compare-and-swap conflict when the runtime persists
 	// state that another run changed meanwhile: it gets the stored state
 	// and this run's state and returns the state to write (retried up to

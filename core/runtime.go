@@ -115,20 +115,21 @@ type Runtime struct {
 	store   storage.Store
 	system  []projector.Entry[Item]
 	// routes says where a call goes by its name: provided functions
-	// ("layer/fn"), the layers' declared calls and the host's tools share
-	// one name space.
+	// ("layer/fn"), the layers' plain functions (by name alone) and the
+	// host's tools share one name space.
 	routes     map[string]route
 	tools      []ToolSpec // provided functions and tools, sorted by name
 	layerIndex map[string]int
 	ownedStore bool
 }
 
-// route is where a call by name goes: a function a layer provides (fn
-// set), a call a layer declares (Layer.CallNames: neither fn nor tool) or
-// a host tool (tool set, layer -1).
+// route is where a call by name goes: a function of a layer (fn set;
+// plain for a Function.Plain, called by its name alone) or a host tool
+// (tool set, layer -1).
 type route struct {
 	layer int
 	fn    string
+	plain bool
 	tool  Tool
 }
 
@@ -208,14 +209,15 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		spec := l.config()
 		rt.specs = append(rt.specs, spec)
 		rt.layerIndex[spec.ID] = k
-		for _, name := range spec.callNames {
-			if prev, dup := rt.routes[name]; dup {
-				return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "CallNames",
-					Reason: fmt.Sprintf("call name %q is also applied by layer %q", name, rt.specs[prev.layer].ID)}
-			}
-			rt.routes[name] = route{layer: k}
-		}
 		for _, f := range spec.functions {
+			if f.plain {
+				if prev, dup := rt.routes[f.Name]; dup {
+					return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "Functions",
+						Reason: fmt.Sprintf("call name %q is also applied by layer %q", f.Name, rt.specs[prev.layer].ID)}
+				}
+				rt.routes[f.Name] = route{layer: k, fn: f.Name, plain: true}
+				continue
+			}
 			name := spec.ID + "/" + f.Name
 			if _, dup := rt.routes[name]; dup {
 				return nil, &ConfigError{Code: CodeDuplicateFunction, Layer: spec.ID, Field: "Functions", Reason: fmt.Sprintf("function %q declared twice", f.Name)}
@@ -234,10 +236,10 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		if prev, dup := rt.routes[spec.Name]; dup {
 			clash := "declared twice"
 			switch {
+			case prev.plain:
+				clash = "clashes with a layer's call name"
 			case prev.fn != "":
 				clash = "clashes with a provided function"
-			case prev.tool == nil:
-				clash = "clashes with a layer's call name"
 			}
 			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: fmt.Sprintf("Tools[%d].Name", k), Reason: fmt.Sprintf("tool %q %s", spec.Name, clash)}
 		}
@@ -324,8 +326,13 @@ func validateSpec(s layerConfig) error {
 		return ce
 	}
 	for _, f := range s.functions {
-		if f.Name == "" || strings.ContainsAny(f.Name, "/ \t\n") {
+		switch {
+		case !f.plain && (f.Name == "" || strings.ContainsAny(f.Name, "/ \t\n")):
 			return bad(CodeInvalidLayer, "Functions", fmt.Sprintf("function name %q must be non-empty without '/' or white space", f.Name))
+		case f.plain && (f.Name == "" || strings.ContainsAny(f.Name, " \t\n")):
+			return bad(CodeInvalidLayer, "Functions", fmt.Sprintf("plain call name %q must be non-empty without white space", f.Name))
+		case f.plain && f.noCall:
+			return bad(CodeInvalidLayer, "Functions", fmt.Sprintf("plain function %q has no Call", f.Name))
 		}
 	}
 	return nil

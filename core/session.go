@@ -80,8 +80,8 @@ type Session struct {
 	claimed bool
 
 	// Tool-call bookkeeping by call id: where the call is in the log,
-	// what became of it (BeforeToolCall, ExecuteTool), and the declared
-	// calls ExecuteTool applied.
+	// what became of it (BeforeToolCall, ExecuteTool), and the plain
+	// calls applied (Function.Plain).
 	callAt  map[string]int
 	verdict map[string]callVerdict
 	applied map[string]bool
@@ -372,10 +372,11 @@ func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 // (onItemAppend), then runs afterModelCall with them and store with every
 // item recorded since the previous Record.
 //
-// When a layer can deny calls (some layer has a BeforeToolCall hook), a
-// layer's declared calls (Layer.CallNames) are left out of its store's
-// NewItems: the model's calls are recorded before the layers are asked
-// about them, so such a call is applied by ExecuteTool once allowed.
+// A layer's plain calls (Function.Plain) among those items are applied
+// before its store hook runs, unless a layer can deny calls (some layer has
+// a BeforeToolCall hook): the model's calls are recorded before the layers
+// are asked about them, so such a call is then applied by ExecuteTool once
+// allowed. Either way store's NewItems hold every item, plain calls too.
 //
 // Only an invalid item (or a disposed session) stops Record before any
 // hook runs. Otherwise every layer's hooks run even when persisting
@@ -401,11 +402,10 @@ func (s *Session) Record(ctx context.Context, items ...Item) error {
 		if s.states[k].disabled {
 			continue
 		}
-		items := newItems
-		if deferCalls {
-			items = s.withoutDeclaredCalls(newItems, k)
+		if !deferCalls {
+			errs = append(errs, s.recordPlainCalls(ctx, k, newItems)...)
 		}
-		if err := inst.store(ctx, items, s.items); err != nil {
+		if err := inst.store(ctx, newItems, s.items); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -488,12 +488,12 @@ func (s *Session) refuseDenied(call Item) (out Item, denied bool, err error) {
 // layer disabled by its init failure is unknown (ErrUnknownFunction).
 func (s *Session) callFunction(ctx context.Context, call Item) (Item, error) {
 	r := s.rt.routes[call.Name]
-	if r.fn == "" || s.states[r.layer].disabled {
+	if r.fn == "" || r.plain || s.states[r.layer].disabled {
 		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown function %q", call.Name)),
 			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)
 	}
 	s.verdict[call.CallID] = callRan
-	out, err := s.insts[r.layer].callFunction(ctx, r.fn, call)
+	out, err := s.insts[r.layer].callFunction(ctx, r.fn, false, call)
 	if err != nil {
 		return layerCallFailed(call.CallID, "the function", err)
 	}
@@ -501,7 +501,7 @@ func (s *Session) callFunction(ctx context.Context, call Item) (Item, error) {
 }
 
 // layerCallFailed is the output of a call a layer's code failed to apply:
-// a provided function, or the Store hook applying a declared call. The
+// a provided function, or a plain one ("the call"). The
 // model reads what went wrong; the host gets the error only for a write
 // the store did not confirm (acknowledged means stored) or a failure
 // outside the hook. A panic's value and stack are for the diagnostics,

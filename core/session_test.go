@@ -101,10 +101,10 @@ func TestLifecycleOrderAndPersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The layer had nothing when the epoch pinned it, so its first output
-	// arrives as an "add" context update after history.
-	h := v.Band(core.BandHistory)
-	if got := h[len(h)-1]; !strings.Contains(got.Text(), `<update layer="notes" action="add">`) || !strings.Contains(got.Text(), "buy milk") {
-		t.Fatalf("last history item = %+v, want the note added", got)
+	// arrives as an "add" context update (which joins history once the
+	// call's round trip closes).
+	if u := v.Updates(); len(u) != 1 || !strings.Contains(u[0].Text(), `<update layer="notes" action="add">`) || !strings.Contains(u[0].Text(), "buy milk") {
+		t.Fatalf("updates = %+v, want the note added", u)
 	}
 	if err := s.Complete(ctx, "done"); err != nil {
 		t.Fatal(err)
@@ -522,8 +522,7 @@ func TestRecordAssemblies(t *testing.T) {
 
 func TestPlainCallNamesAreAnswered(t *testing.T) {
 	ctx := context.Background()
-	layer := notesLayer("notes", core.ScopeExecution, nil, nil)
-	layer.CallNames = []string{"note"}
+	layer := plainNotesLayer()
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
 	if err != nil {
 		t.Fatal(err)
@@ -535,9 +534,15 @@ func TestPlainCallNamesAreAnswered(t *testing.T) {
 	if err != nil || out.Output != "ok: applied by notes" {
 		t.Fatalf("out = %+v, err = %v", out, err)
 	}
-	other := core.Layer[int]{ID: "other", Scope: core.ScopeExecution, CallNames: []string{"note"}}
-	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer, other}}); err == nil {
-		t.Fatal("two layers applying one call name accepted")
+	other := core.Layer[notes]{ID: "other", Scope: core.ScopeExecution, Functions: []core.Function[notes]{noteFunction()}}
+	var ce *core.ConfigError
+	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer, other}}); !errors.As(err, &ce) || ce.Code != core.CodeDuplicateFunction {
+		t.Fatalf("two layers applying one call name: %v", err)
+	}
+	noCall := core.Layer[notes]{ID: "other", Scope: core.ScopeExecution,
+		Functions: []core.Function[notes]{{Spec: core.ToolSpec{Name: "jot"}, Plain: true}}}
+	if _, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{noCall}}); !errors.As(err, &ce) || ce.Field != "Functions" {
+		t.Fatalf("plain function without Call: %v", err)
 	}
 }
 

@@ -139,8 +139,8 @@ const toolConflictRetries = 3
 // ErrNotStored (a write of its own its store did not confirm) has that
 // error returned with its output, as a provided function's does.
 //
-// A declared call (Layer.CallNames) is applied here, by its layer's Store
-// hook, when a layer of the session can deny calls (Record withheld it);
+// A plain call (Function.Plain) is applied here, by its function's Call,
+// when a layer of the session can deny calls (Record withheld it);
 // otherwise Record applied it and this only answers it.
 func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 	if s.disposed {
@@ -154,10 +154,10 @@ func (s *Session) ExecuteTool(ctx context.Context, call Item) (Item, error) {
 	}
 	r, ok := s.rt.routes[call.Name]
 	switch {
-	case ok && r.fn != "":
+	case ok && r.plain && !s.states[r.layer].disabled:
+		return s.applyPlain(ctx, r, call)
+	case ok && r.fn != "" && !r.plain:
 		return s.callFunction(ctx, call)
-	case ok && r.tool == nil && !s.states[r.layer].disabled:
-		return s.applyDeclared(ctx, r.layer, call)
 	case !ok || r.tool == nil:
 		return FunctionCallOutput(call.CallID, fmt.Sprintf("error: unknown tool %q", call.Name)),
 			fmt.Errorf("%w: %q", ErrUnknownFunction, call.Name)

@@ -44,14 +44,37 @@ func route(t *testing.T, s *core.Session, call core.Item) core.Item {
 	return out
 }
 
-// A declared call (Layer.CallNames) used to be applied by the Store hook
-// when Record logged it, before the steering layers were asked: a denied
-// call still changed the state. With a layer that can deny, it is applied
-// only when the host routes it after the layers allowed it.
-func TestDeniedDeclaredCallLeavesStateUnchanged(t *testing.T) {
-	ctx := context.Background()
+// noteFunction is the plain function "note": it adds the call's text to
+// the notes.
+func noteFunction() core.Function[notes] {
+	return core.Function[notes]{Spec: core.ToolSpec{Name: "note"}, Plain: true,
+		Call: func(_ context.Context, p core.CallParams[notes]) (core.FunctionResult[notes], error) {
+			args, err := core.DecodeArguments[map[string]any](p.Call.Arguments)
+			if err != nil {
+				return core.FunctionResult[notes]{}, &core.ArgumentError{Function: "note", Err: err}
+			}
+			text, _ := args["text"].(string)
+			next := notes{Lines: append(append([]string(nil), p.State.Lines...), text)}
+			return core.FunctionResult[notes]{Output: "noted", State: &next}, nil
+		}}
+}
+
+// plainNotesLayer is notesLayer applying "note" by the plain function
+// instead of its Store hook.
+func plainNotesLayer() core.Layer[notes] {
 	layer := notesLayer("notes", core.ScopeExecution, nil, nil)
-	layer.CallNames = []string{"note"}
+	layer.Hooks.Store = nil
+	layer.Functions = []core.Function[notes]{noteFunction()}
+	return layer
+}
+
+// A plain call (Function.Plain) used to be applied by the Store hook when
+// Record logged it, before the steering layers were asked: a denied call
+// still changed the state. With a layer that can deny, it is applied only
+// when the host routes it after the layers allowed it.
+func TestDeniedPlainCallLeavesStateUnchanged(t *testing.T) {
+	ctx := context.Background()
+	layer := plainNotesLayer()
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{denyLayer("secret"), layer}})
 	if err != nil {
 		t.Fatal(err)
@@ -115,30 +138,59 @@ func TestDeniedDeclaredCallLeavesStateUnchanged(t *testing.T) {
 	}
 }
 
-// Without any layer that can deny, a declared call is applied when Record
-// logs it (the spec's pseudo-tool needs no routing), and ExecuteTool only
-// answers it.
-func TestDeclaredCallWithoutDeniersAppliedAtRecord(t *testing.T) {
+// Without any layer that can deny, a plain call is applied when Record
+// logs it (the pseudo-tool needs no routing), and ExecuteTool only answers
+// it. A call id is applied once, and a call recorded with its output (the
+// host answered it) is not applied. Plain names are not offered as tools.
+func TestPlainCallWithoutDeniersAppliedAtRecord(t *testing.T) {
 	ctx := context.Background()
-	layer := notesLayer("notes", core.ScopeExecution, nil, nil)
-	layer.CallNames = []string{"note"}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{layer}})
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{plainNotesLayer()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, _ := rt.Start(ctx, core.RunOptions{})
+	lines := func() []string { st, _ := core.State[notes](s, "notes"); return st.Lines }
 	call := core.FunctionCall("c1", "note", `{"text":"x"}`)
 	if err := s.Record(ctx, call); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := core.State[notes](s, "notes"); len(st.Lines) != 1 {
-		t.Fatalf("lines %q", st.Lines)
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("lines %q", got)
 	}
 	if out := route(t, s, call); out.Output != "ok: applied by notes" {
 		t.Fatalf("output %q", out.Output)
 	}
-	if st, _ := core.State[notes](s, "notes"); len(st.Lines) != 1 {
-		t.Fatalf("applied twice: %q", st.Lines)
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("applied twice: %q", got)
+	}
+	if err := s.Record(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("re-recorded call applied again: %q", got)
+	}
+	if err := s.Record(ctx, core.FunctionCall("c2", "note", `{"text":"y"}`), core.FunctionCallOutput("c2", "answered")); err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("call recorded with its output applied: %q", got)
+	}
+	// A rejected call is a diagnostic naming the call, not an error.
+	if err := s.Record(ctx, core.FunctionCall("c3", "note", `[1]`)); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Diagnostics(); len(d) != 1 || d[0].Hook != "note" || d[0].Kind != core.KindRejected {
+		t.Fatalf("diagnostics %+v", d)
+	}
+	if len(s.Tools()) != 0 {
+		t.Fatalf("plain call offered as a tool: %+v", s.Tools())
+	}
+	v, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Tools) != 0 {
+		t.Fatalf("plain call in View.Tools: %+v", v.Tools)
 	}
 }
 

@@ -282,14 +282,15 @@ func TestToolErrorNotStoredReachesTheHost(t *testing.T) {
 	}
 }
 
-// A declared call routed through ExecuteTool whose Store hook could not
-// store its write returns the error to the host, and the output says so.
-func TestDeclaredCallNotStoredReachesTheHost(t *testing.T) {
+// A plain call routed through ExecuteTool whose function could not store
+// its write returns the error to the host, and the output says so.
+func TestPlainCallNotStoredReachesTheHost(t *testing.T) {
 	ctx := context.Background()
-	layer := core.Layer[notes]{ID: "notes", Scope: core.ScopeExecution, CallNames: []string{"note"},
-		Hooks: core.Hooks[notes]{Store: func(context.Context, core.StoreParams[notes]) (*notes, error) {
-			return nil, &core.WriteError{Layer: "notes", Item: "a note", Err: errStoreDown}
-		}}}
+	layer := core.Layer[notes]{ID: "notes", Scope: core.ScopeExecution, Functions: []core.Function[notes]{{
+		Spec: core.ToolSpec{Name: "note"}, Plain: true,
+		Call: func(context.Context, core.CallParams[notes]) (core.FunctionResult[notes], error) {
+			return core.FunctionResult[notes]{}, &core.WriteError{Layer: "notes", Item: "a note", Err: errStoreDown}
+		}}}}
 	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{denyLayer("secret"), layer}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@
 //
 // The model records entities with the provided function "entity/update"
 // (the layer id, then "/update"), or with the plain function call
-// "updateEntities" (Options.CallName), which the store hook applies. Both
-// take the same arguments:
+// "updateEntities" (Options.CallName), a plain function (core.Function.Plain)
+// the runtime applies. Both take the same arguments:
 //
 //	{"entities": [{"name": "Ada Lovelace", "type": "person",
 //	               "notes": ["mathematician", "wrote the first program"]}]}
@@ -38,14 +38,15 @@
 // denies the call leaves the entities unchanged, and the routed call's
 // output is the result of applying it ("ok: recorded 2 entities: ...") or
 // the rejection. Recording the call (Session.Record) does not apply it,
-// since the store hook runs before anyone is asked. The plain
-// "updateEntities" is a pseudo-tool: it is not offered as a tool,
-// and the store hook is its only write path. When no layer of the runtime
-// can deny a call (none has a BeforeToolCall hook) it is applied as it is
-// recorded (unless it was recorded with its function_call_output, i.e. the
-// host answered it). When one can, the runtime holds it until the host
-// routes it (BeforeToolCall, then ExecuteTool), like any declared call
-// (core.Layer.CallNames): a denied call writes nothing. Options.FunctionOnly
+// since it is recorded before anyone is asked. The plain
+// "updateEntities" is a pseudo-tool: it is not offered as a tool, and the
+// runtime applies it as it does any plain function (core.Function.Plain).
+// When no layer of the runtime can deny a call (none has a BeforeToolCall
+// hook) it is applied as it is recorded (unless it was recorded with its
+// function_call_output, i.e. the host answered it), and a rejected call is
+// a diagnostic. When one can, the runtime holds it until the host routes
+// it (BeforeToolCall, then ExecuteTool, which answers "ok: applied by"
+// and the layer id, or the error): a denied call writes nothing. Options.FunctionOnly
 // turns it off, leaving the routed function as the only write path. Either way a call id is applied at most
 // once per session: a replay is answered with the first application's
 // output and writes nothing.

@@ -23,10 +23,10 @@ const (
 	// DefaultID is the layer id when Options.ID is empty; the provided
 	// function is then "entity/update".
 	DefaultID = "entity"
-	// DefaultCallName is the plain function-call name the store hook
-	// applies (it is not offered as a tool: the system prompt tells the
-	// model to call it, for hosts whose prompts predate provided
-	// functions).
+	// DefaultCallName is the name of the layer's plain function
+	// (core.Function.Plain): it is not offered as a tool, the system
+	// prompt tells the model to call it, for hosts whose prompts predate
+	// provided functions.
 	DefaultCallName = "updateEntities"
 	// KindEntity is the record kind of an entity.
 	KindEntity = "entity"
@@ -146,21 +146,20 @@ func (s State) Entities() []Entity {
 // options (memory.Common) default to: id "entity", name "Entities", slot
 // core.SlotEntity, thread scope (core.ScopeResource shares entities
 // across a resource's threads, core.ScopeGlobal across all), budget
-// core.Range(200, 1000) and auto placement. The Logger receives plain
-// calls the store hook rejected alongside calls it applied (a lone
-// rejection is a runtime diagnostic) and records it skipped at load.
+// core.Range(200, 1000) and auto placement. The Logger receives the
+// records skipped at load; a rejected plain call is a runtime diagnostic.
 type Options struct {
 	memory.Common
-	// CallName is the plain function-call name (a pseudo-tool: no
-	// schema is offered for it, the system prompt tells the model to call
-	// it) that the store hook applies when the model writes it; "" means
-	// DefaultCallName. It is never the provided function "<ID>/update",
-	// which only the routed call applies.
+	// CallName is the name of the layer's plain function
+	// (core.Function.Plain, a pseudo-tool: no schema is offered for it,
+	// the system prompt tells the model to call it), which takes the
+	// arguments of "<ID>/update"; "" means DefaultCallName. It is never
+	// "<ID>/update" itself.
 	CallName string
-	// FunctionOnly turns the plain CallName path off, leaving the routed
-	// provided function as the only write path, so that every write
-	// passes the host's BeforeToolCall (a plain call is applied when it
-	// is recorded, which no steering layer can veto).
+	// FunctionOnly leaves the plain function out, so that the routed
+	// provided function is the only write path. With it every write is
+	// one the host routed; without it, a plain call is applied as it is
+	// recorded when no layer of the runtime can deny calls.
 	FunctionOnly bool
 	// MaxEntities bounds the entities of one scope; past it the lowest
 	// ranked (priority, mentions, last update) are deleted. 0 means
@@ -182,7 +181,6 @@ type Layer struct {
 	core.Layer[State]
 	id       string
 	fn       string // "<id>/update"
-	callName string
 	scope    core.Scope
 	store    *memory.Store
 	maxEnt   int
@@ -227,7 +225,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	case opts.MaxNotes == 0:
 		opts.MaxNotes = DefaultMaxNotes
 	}
-	l := &Layer{id: opts.ID, fn: opts.ID + "/update", callName: opts.CallName, scope: opts.Scope, store: store,
+	l := &Layer{id: opts.ID, fn: opts.ID + "/update", scope: opts.Scope, store: store,
 		maxEnt: opts.MaxEntities, maxNotes: opts.MaxNotes, logger: opts.Logger}
 	// A child writes to the store directly: the parent reloads to see
 	// what it recorded.
@@ -235,20 +233,21 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 		func(_ State, prev, next []core.Item) string { return renderDelta(prev, next) },
 		func(st *State, parent State) { st.calls = parent.calls })
 	cl := layerkit.Spec[State](opts.Common)
-	if !opts.FunctionOnly {
-		hooks.Store = l.storeHook
-		cl.CallNames = []string{opts.CallName}
-	}
-	// Its writes go to the record store: a write hook that times out
-	// leaves them unconfirmed.
+	// Its writes go to the record store: a write that times out is
+	// unconfirmed.
 	cl.WritesRecords = true
 	cl.Hooks = hooks
-	cl.Functions = []core.Function[State]{layerkit.UpdateFunction(
+	update := layerkit.UpdateFunction(
 		"Remember people, organizations, places and concepts you learn about, with short notes; "+
 			"they are shown to you on every turn. Entities merge by name and type, notes accumulate. "+
 			`Example: {"entities": [{"name": "Ada Lovelace", "type": "person", "notes": ["mathematician"]}]}. `+
 			"At most 100 entities per call, notes up to 8 KiB.",
-		parametersSchema, l.callOnce)}
+		parametersSchema, l.callOnce)
+	cl.Functions = []core.Function[State]{update}
+	if !opts.FunctionOnly {
+		// The same call under its plain name: the runtime applies it.
+		cl.Functions = append(cl.Functions, core.Function[State]{Spec: core.ToolSpec{Name: opts.CallName}, Plain: true, Call: update.Call})
+	}
 	cl.Merge = layerkit.KeepMine[State]
 	l.Layer = cl
 	return l, nil
@@ -288,43 +287,6 @@ func (l *Layer) callOnce(ctx context.Context, run core.RunInfo, st State, call c
 	}
 	next.calls = next.calls.With(call.CallID, out)
 	return &next, out, nil
-}
-
-// storeHook applies the plain "updateEntities" calls (CallName) the model
-// wrote. It leaves "<id>/update" alone: a provided function is applied
-// only when the host routes it, after the steering layers' BeforeToolCall,
-// so a denial holds (the store hook runs when the call is recorded, before
-// anyone is asked).
-func (l *Layer) storeHook(ctx context.Context, p core.StoreParams[State]) (*State, error) {
-	answered := map[string]bool{}
-	for _, it := range p.NewItems {
-		if it.Type == core.TypeFunctionCallOutput {
-			answered[it.CallID] = true
-		}
-	}
-	st := p.State
-	changed := false
-	var rejected []error
-	for _, it := range p.NewItems {
-		if it.Type != core.TypeFunctionCall || it.Name != l.callName || answered[it.CallID] {
-			continue
-		}
-		next, _, err := l.callOnce(ctx, p.Run, st, it)
-		if err != nil {
-			rejected = append(rejected, fmt.Errorf("call %s: %w", it.CallID, err))
-			continue
-		}
-		if next != nil {
-			st, changed = *next, true
-		}
-	}
-	if !changed {
-		return nil, errors.Join(rejected...)
-	}
-	for _, err := range rejected {
-		l.logger.Warn("entity: store hook rejected a call", "layer", l.id, "err", err)
-	}
-	return &st, nil
 }
 
 // scopeOf returns the record scope, the scope key used in record ids, and

@@ -121,8 +121,8 @@ func TestSpecFunctionCallPatternAndAppliedOnce(t *testing.T) {
 	store := memtest.NewStore(t, "", clock)
 	s := start(t, memtest.Layer(t, entity.New, store, entity.Options{}), "thread-1")
 
-	// The spec's plain call, notes as one string, a type alias: applied by
-	// the store hook with no routing.
+	// The spec's plain call, notes as one string, a type alias: applied as
+	// it is recorded, with no routing.
 	if err := s.Record(ctx, core.FunctionCall("c1", "updateEntities",
 		`{"entities": [{"name": "Acme", "type": "organisation", "notes": "makes anvils"}]}`)); err != nil {
 		t.Fatal(err)
@@ -228,6 +228,40 @@ func TestSteeringDenialLeavesEntitiesUnchanged(t *testing.T) {
 		t.Fatalf("allowed output %q", out.Output)
 	}
 	if _, ok := state(t, s).Get("Globex", entity.Organization); ok || state(t, s).Len() != 1 {
+		t.Fatalf("entities %+v", state(t, s).Entities())
+	}
+}
+
+// With a layer that can deny, the plain call is applied only when the
+// host routes it once allowed, and is not offered as a tool.
+func TestSteeringDenialHoldsForThePlainCall(t *testing.T) {
+	store := memtest.NewStore(t, "", &memtest.Clock{T: t0})
+	rt := memtest.Runtime(t, core.Config{Layers: []core.AnyLayer{memtest.Deny("Globex", "Globex is off limits"), memtest.Layer(t, entity.New, store, entity.Options{})},
+		Cache: core.CacheConfig{Disabled: true}})
+	s := memtest.Start(t, rt, core.RunOptions{ThreadID: "thread-1"})
+	for _, tool := range s.Tools() {
+		if tool.Name == entity.DefaultCallName {
+			t.Fatalf("plain call offered as a tool: %+v", s.Tools())
+		}
+	}
+	denied := core.FunctionCall("c1", entity.DefaultCallName, `{"entities": [{"name": "Globex", "type": "organization"}]}`)
+	if out := memtest.Turn(t, s, denied); !strings.Contains(out.Output, "denied by policy") {
+		t.Fatalf("denied output %q", out.Output)
+	}
+	if n := state(t, s).Len(); n != 0 {
+		t.Fatalf("denied plain call applied: %d entities", n)
+	}
+	allowed := core.FunctionCall("c2", entity.DefaultCallName, `{"entities": [{"name": "Initech", "type": "organization"}]}`)
+	if err := s.Record(context.Background(), allowed); err != nil {
+		t.Fatal(err)
+	}
+	if n := state(t, s).Len(); n != 0 {
+		t.Fatalf("plain call applied before it was allowed: %d entities", n)
+	}
+	if out := memtest.Route(t, s, allowed); out.Output != "ok: applied by entity" {
+		t.Fatalf("allowed output %q", out.Output)
+	}
+	if _, ok := state(t, s).Get("Initech", entity.Organization); !ok || state(t, s).Len() != 1 {
 		t.Fatalf("entities %+v", state(t, s).Entities())
 	}
 }

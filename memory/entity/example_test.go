@@ -16,7 +16,7 @@ import (
 
 // The model records entities with the provided entity/update function,
 // which the host routes after asking the steering layers, or with the
-// spec's plain updateEntities call, which the store hook applies when it is
+// spec's plain updateEntities call, which the runtime applies when it is
 // recorded. Entities merge by name and type and are shown on the next turn.
 func Example() {
 	ctx := context.Background()
