@@ -151,6 +151,9 @@ type Usage struct {
 	Diagnostics []Diagnostic
 	// Epoch describes the cache epoch; nil when anchoring is disabled.
 	Epoch *EpochUsage
+	// Compaction reports compaction; nil when Config.Compaction is nil
+	// and the log holds no compaction event.
+	Compaction *CompactionUsage `json:",omitempty"`
 }
 
 // MessageCut reports a message cut to fit the view's token budget.
@@ -224,6 +227,10 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	outs := s.recallAll(ctx)
 	hashes := s.observe(outs)
 	logHistory, historyItems, start := s.projectedHistory(ctx)
+	logHistory, historyItems, start, compaction, err := s.compactHistory(ctx, outs, logHistory, historyItems, start)
+	if err != nil {
+		return nil, err
+	}
 
 	reanchored := false
 	reanchor := func(reason ReanchorReason) arrangement {
@@ -245,10 +252,10 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		}
 	}
 	// Inline updates live in the conversation where they were published.
-	history, firstUpdate, cut := s.withUpdates(logHistory, start)
+	history, firstUpdate, cut := s.foldedUpdates(logHistory, start)
 	if cut {
 		arr = reanchor(ReasonHistoryCut)
-		history, firstUpdate, _ = s.withUpdates(logHistory, start)
+		history, firstUpdate, _ = s.foldedUpdates(logHistory, start)
 	}
 	pv, err := projector.Assemble(s.projectorInput(history, arr), rt.policy)
 	if err != nil {
@@ -265,7 +272,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		arr = reanchor(ReasonHistoryCut)
 	}
 	if reanchored && (pv.UpdatesDropped || firstUpdate >= 0) {
-		history, firstUpdate, _ = s.withUpdates(logHistory, start)
+		history, firstUpdate, _ = s.foldedUpdates(logHistory, start)
 		if pv, err = projector.Assemble(s.projectorInput(history, arr), rt.policy); err != nil {
 			return nil, err
 		}
@@ -300,7 +307,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 				fmt.Errorf("%d item(s), %d tokens, left out: the view's token budget could not hold them", n, droppedTokens[k]))
 		}
 	}
-	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped}
+	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped, Compaction: compaction}
 	if c := pv.Cut; c != nil {
 		usage.UserMessageCut = &MessageCut{Tokens: c.Tokens, Shown: c.Shown}
 		s.diagnose("_strata", "assemble", KindOverBudget, fmt.Errorf(
@@ -527,7 +534,7 @@ func (o layerOutput) fresh() []projector.Entry[Item] {
 // by then serves its previous output.
 func (s *Session) recallAll(ctx context.Context) []layerOutput {
 	outs := make([]layerOutput, len(s.insts))
-	in := recallInput{turn: s.turn, history: s.items, visible: s.items[min(s.visible, len(s.items)):]}
+	in := recallInput{turn: s.turn, history: conversation(s.items), visible: conversation(s.items[min(s.visible, len(s.items)):])}
 	// One deadline per distinct timeout: usually one timer for the phase.
 	type deadline struct {
 		ctx    context.Context

@@ -219,6 +219,52 @@
 // marker fits, Assemble fails with a *projector.BudgetError
 // (projector.ErrOverBudget) naming the sizes.
 //
+// # Compaction
+//
+// With Config.Compaction (a CompactionConfig; nil is off) compaction is an
+// event in the run's log, not an edit of it. When an assembly's view
+// (system prompt, the layers' output and history as already folded)
+// would exceed Threshold*Window tokens, the runtime folds the history
+// before its Keep newest items (never between a function call and its
+// output) into one summary: it asks the Summarizer once
+// (ExtractiveSummarizer, deterministic and offline, when nil; package
+// agent's ModelSummarizer asks the host's model), counts the answer with
+// its own tokenizer, cuts it to SummaryBudget, and appends one
+// TypeCompaction item to the log holding the summary and the boundary
+// (CompactionMark.Through, a log index). The request and its result are
+// one item because they are made in one step: a summarizer that fails
+// fails the Assemble (a *CompactionError wrapping its error) and logs
+// nothing, so a log never holds a request without its result.
+//
+// Every later assembly shows, in place of the log items before the
+// boundary, one developer message:
+//
+//	<conversation_summary>
+//	The earlier part of this conversation was folded into this summary; ...
+//	...summary...
+//	</conversation_summary>
+//
+// The system prompt, the tools and the anchor band are untouched (the
+// pins stand): a compaction costs the cache from the summary on, and
+// re-anchors only when the epoch logic already says the cache is lost
+// there (an inline context update inside the folded part:
+// ReasonHistoryCut). The event items are never sent to the model and
+// never given to the layers' hooks as conversation; Session.Items still
+// returns every item, the events and the folded originals included, so a
+// host that saves that log and re-appends it (Append or
+// RunOptions.History) renders the same bytes without calling the
+// summarizer again. A compaction whose boundary would not pass what is
+// already folded fails the Assemble with a *CompactionError wrapping
+// ErrCompactionStalled rather than summarising in a loop. Usage.Compaction
+// reports the count, the boundary, whether this assembly compacted, the
+// summary's size, and Thrashing, latched once two compactions came within
+// ThrashTurns assemblies of each other.
+//
+// A Policy with projector.OverflowSummarize is a separate mechanism, a
+// summary inside one projection: the runtime counts each summary
+// Policy.Summarize returns with its own tokenizer and asks once per
+// dropped range, reusing the answer when the same range is dropped again.
+//
 // # Usage report
 //
 // Every assembly returns a Usage (View.Usage, also Session.LastUsage):

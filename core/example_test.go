@@ -45,3 +45,20 @@ func ExampleText() {
 	}
 	// Output: developer It is turn 1.
 }
+
+// Compaction folds old history into a summary, logged as an event, when
+// the view nears the model's window; the log keeps every item.
+func ExampleCompactionConfig() {
+	ctx := context.Background()
+	rt, _ := core.NewRuntime(core.Config{System: []core.Item{core.SystemMessage("Be brief.")},
+		Compaction: &core.CompactionConfig{Window: 300, Keep: 2}})
+	sess, _ := rt.Start(ctx, core.RunOptions{})
+	var view *core.View
+	for n := range 12 {
+		_ = sess.Append(ctx, core.UserMessage(fmt.Sprintf("Question %d about the parser. Details follow.", n)))
+		view, _ = sess.Assemble(ctx)
+		_ = sess.Record(ctx, core.AssistantMessage(fmt.Sprintf("Answer %d. More details.", n)))
+	}
+	fmt.Println(view.Usage.Compaction.Count, view.Band(core.BandHistory)[0].Role)
+	// Output: 1 developer
+}

@@ -56,6 +56,10 @@ type Item struct {
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
 	Output    string `json:"output,omitempty"`
+
+	// Compaction is the boundary of a TypeCompaction event, whose
+	// summary is its one content part.
+	Compaction *CompactionMark `json:"compaction,omitempty"`
 }
 
 // Message builds a message item with one text part.
@@ -136,6 +140,10 @@ func (it Item) Validate() error {
 	case TypeFunctionCallOutput:
 		if it.CallID == "" {
 			return fmt.Errorf("%w: function_call_output needs call_id", ErrInvalidItem)
+		}
+	case TypeCompaction:
+		if it.Compaction == nil || it.Compaction.Through < 0 || len(it.Content) != 1 {
+			return fmt.Errorf("%w: compaction needs a boundary and one summary part", ErrInvalidItem)
 		}
 	default:
 		return fmt.Errorf("%w: unknown type %q", ErrInvalidItem, it.Type)

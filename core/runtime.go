@@ -92,6 +92,12 @@ type Config struct {
 	// band and the usage report) in Store, for memctl inspect. Off by
 	// default: it costs one store write per assembly.
 	RecordAssemblies bool
+	// AssemblyRetention, with RecordAssemblies, also records every
+	// assembly of a thread (AssemblyRecord, by the thread's turn number,
+	// for memctl inspect --list and --turn), keeping at most this many
+	// per thread, the oldest dropped first; a negative value keeps them
+	// all. Zero records only the last assembly.
+	AssemblyRetention int
 	// Tracer observes every assembly, e.g. to emit OpenTelemetry spans
 	// (package telemetry: Tracer: tr.StartAssemble). Nil traces nothing.
 	// It is called before the recalls run; the context it returns is the
@@ -99,6 +105,10 @@ type Config struct {
 	// once with the usage report (nil when the assembly failed) and the
 	// error.
 	Tracer func(ctx context.Context, run RunInfo, turn int) (_ context.Context, end func(*Usage, error))
+	// Compaction folds old history into a summary, logged as an event,
+	// when the view nears the model's window (see CompactionConfig). Nil
+	// is off.
+	Compaction *CompactionConfig
 }
 
 // Runtime holds validated configuration and starts sessions. It is safe
@@ -121,6 +131,8 @@ type Runtime struct {
 	tools      []ToolSpec // provided functions and tools, sorted by name
 	layerIndex map[string]int
 	ownedStore bool
+	// recorders caches the encoded log items RecordAssemblies records.
+	recorders recorders
 }
 
 // route is where a call by name goes: a function of a layer (fn set;
@@ -176,10 +188,18 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if err := cfg.Cache.validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Compaction.validate(); err != nil {
+		return nil, err
+	}
 	rt.policy = cfg.Policy
+	if p := cfg.Policy; p != nil && p.Overflow == projector.OverflowSummarize {
+		cp := *p
+		cp.Summarize = rt.countedSummaries(p.Summarize)
+		rt.policy = &cp
+	}
 	if p := cfg.Policy; p != nil && !cfg.Cache.Disabled && p.TruncateStep == 0 &&
 		cfg.Cache.historyStep() > 0 && (p.Overflow == "" || p.Overflow == projector.OverflowTruncate) {
-		cp := *p
+		cp := *rt.policy
 		cp.TruncateStep = max(1, int(cfg.Cache.historyStep()*float64(p.Available())))
 		rt.policy = &cp
 	}

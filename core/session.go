@@ -338,6 +338,9 @@ func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 		s.items = append(s.items, it)
 		s.logTokens += e.Tokens
 		idx := len(s.items) - 1
+		if it.Type == TypeCompaction {
+			continue // an event of the runtime's, not conversation
+		}
 		var call *Item
 		allowed := false
 		switch it.Type {
@@ -405,7 +408,7 @@ func (s *Session) Record(ctx context.Context, items ...Item) error {
 		if !deferCalls {
 			errs = append(errs, s.recordPlainCalls(ctx, k, newItems)...)
 		}
-		if err := inst.store(ctx, newItems, s.items); err != nil {
+		if err := inst.store(ctx, conversation(newItems), conversation(s.items)); err != nil {
 			errs = append(errs, err)
 		}
 	}

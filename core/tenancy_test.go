@@ -177,7 +177,7 @@ func TestRunIDsWithControlsAreRefused(t *testing.T) {
 		_, err := rt.Start(context.Background(), opts)
 		var ce *core.ConfigError
 		if !errors.As(err, &ce) || ce.Code != core.CodeInvalidRun {
-			t.Fatalf("%q: %v", opts, err)
+			t.Fatalf("%+v: %v", opts, err)
 		}
 	}
 }

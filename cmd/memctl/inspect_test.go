@@ -42,7 +42,7 @@ func recordTurn(t *testing.T, st storage.Store, thread string) {
 			return core.Text[struct{}]("<clock>turn " + string(rune('0'+p.Turn)) + "</clock>")
 		}},
 	}
-	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{instr, clock}, Store: st, RecordAssemblies: true,
+	rt, err := core.NewRuntime(core.Config{Layers: []core.AnyLayer{instr, clock}, Store: st, RecordAssemblies: true, AssemblyRetention: 50,
 		System: []core.Item{core.SystemMessage("You are a careful assistant.")}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,14 +95,43 @@ func TestInspect(t *testing.T) {
 		t.Errorf("inspect --json: %+v", rec)
 	}
 	e.fails(3, "no recorded assembly", "--store", store, "inspect", "t2")
+
+	// Every turn is kept: --list lists them, --turn N shows one.
+	list := e.ok("--store", store, "inspect", "t1", "--list").stdout
+	for _, want := range []string{"TURN", "RUN TURN", "PREFIX", "\n0 ", "\n1 "} {
+		if !strings.Contains(list, want) {
+			t.Errorf("inspect --list lacks %q:\n%s", want, list)
+		}
+	}
+	var sums []inspect.AssemblySummary
+	if err := json.Unmarshal([]byte(e.ok("--store", store, "inspect", "t1", "--list", "--json").stdout), &sums); err != nil || len(sums) != 2 {
+		t.Fatalf("inspect --list --json: %v %+v", err, sums)
+	}
+	first := e.ok("--store", store, "inspect", "t1", "--turn", "0").stdout
+	for _, want := range []string{"turn 0 (turn 0 of run", "Prefix hash:", "Dynamic hash:", "History plan: log items 0-0 of 1 shown", "[history]", "Hello", "LAYER"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("inspect --turn 0 lacks %q:\n%s", want, first)
+		}
+	}
+	if strings.Contains(first, "What did I say?") {
+		t.Errorf("turn 0 shows the second question:\n%s", first)
+	}
+	var plan inspect.Plan
+	if err := json.Unmarshal([]byte(e.ok("--store", store, "inspect", "t1", "--turn", "1", "--json").stdout), &plan); err != nil || plan.Turn != 1 || plan.Usage == nil {
+		t.Fatalf("inspect --turn 1 --json: %v %+v", err, plan)
+	}
+	e.fails(3, "no record of turn 7", "--store", store, "inspect", "t1", "--turn", "7")
+	e.fails(3, "no recorded turns", "--store", store, "inspect", "t2", "--list")
+	e.fails(2, "exclude", "--store", store, "inspect", "t1", "--list", "--turn", "0")
 	e.fails(3, "no state store", "--store", filepath.Join(e.dir, "none"), "inspect", "t1")
 	e.fails(2, "--state", "--store", "qdrant://127.0.0.1:1", "inspect", "t1")
 	// rm --resource also forgets what the agent saw on the resource's
 	// threads.
 	e.ok("--store", store, "--embedder", "hash:64", "add", "-l", "semantic", "-t", "t1", "-r", "alice", "hi")
 	r := e.ok("--store", store, "rm", "--resource", "alice", "--yes")
-	// (the recorded assembly and the thread's binding to alice)
-	if !strings.Contains(r.stdout, "deleted 1 memory and 2 state keys") {
+	// (the recorded last assembly, the two turns' records and their
+	// index, and the thread's binding to alice)
+	if !strings.Contains(r.stdout, "deleted 1 memory and 5 state keys") {
 		t.Errorf("rm --resource: %s %s", r.stdout, r.stderr)
 	}
 	e.fails(3, "no recorded assembly", "--store", store, "inspect", "t1")

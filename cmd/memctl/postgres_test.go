@@ -156,7 +156,13 @@ func TestInspectPostgres(t *testing.T) {
 	thread := "memctl-inspect-" + hex.EncodeToString(b)
 	recordTurn(t, st, thread)
 	t.Cleanup(func() {
-		for _, key := range []storage.Key{assemblyKeyForTest("alice", thread), bindingKeyForTest(thread)} {
+		plan := func(name string) storage.Key {
+			k := assemblyKeyForTest("alice", thread)
+			k.Name = name
+			return k
+		}
+		for _, key := range []storage.Key{assemblyKeyForTest("alice", thread), bindingKeyForTest(thread),
+			plan("assemblies"), plan("assembly-0000000000"), plan("assembly-0000000001")} {
 			if en, err := st.Get(ctx, key); err == nil {
 				_ = st.Delete(ctx, key, en.Revision)
 			}

@@ -76,3 +76,130 @@ func ThreadBindingKey(thread string) storage.Key { return keys.Binding(thread) }
 func ThreadOwner(ctx context.Context, st storage.Store, thread string) (resource string, ok bool, err error) {
 	return keys.Owner(ctx, st, thread)
 }
+
+// Plan is the record of one assembly of a thread: its plan (segment
+// hashes, the usage report per layer, the history items kept, cut or
+// summarised, the cache report of its call) and its bands, from which
+// Plan.View renders the view again byte for byte.
+type Plan = core.AssemblyRecord
+
+// AssemblySummary is one line of a thread's list of assembly records.
+type AssemblySummary struct {
+	Turn       int    `json:"turn"`
+	RunID      string `json:"run_id"`
+	RunTurn    int    `json:"run_turn"`
+	Tokens     int    `json:"tokens"`
+	Items      int    `json:"items"`
+	PrefixHash string `json:"prefix_hash"`
+	AnchorHash string `json:"anchor_hash,omitempty"`
+	// Epoch is the cache epoch id, "" when anchoring was disabled.
+	Epoch      string `json:"epoch,omitempty"`
+	Reanchored bool   `json:"reanchored,omitempty"`
+	// HistoryDropped counts log items the view left out.
+	HistoryDropped int `json:"history_dropped"`
+}
+
+// ErrNoRecords is returned (wrapping storage.ErrNotFound) for a thread
+// without assembly records.
+var ErrNoRecords = fmt.Errorf("no assembly records: %w", storage.ErrNotFound)
+
+type assemblyIndex struct {
+	Next  int `json:"next"`
+	First int `json:"first"`
+}
+
+func readIndex(ctx context.Context, st storage.Store, resource, thread string) (assemblyIndex, error) {
+	var idx assemblyIndex
+	e, err := st.Get(ctx, keys.AssemblyIndex(resource, thread))
+	if errors.Is(err, storage.ErrNotFound) {
+		return idx, fmt.Errorf("thread %q: %w", thread, ErrNoRecords)
+	}
+	if err != nil {
+		return idx, err
+	}
+	if err := json.Unmarshal(e.Value, &idx); err != nil {
+		return idx, fmt.Errorf("core: decode the assembly index of thread %q: %w", thread, err)
+	}
+	return idx, nil
+}
+
+func readPlan(ctx context.Context, st storage.Store, resource, thread string, turn int) (*Plan, error) {
+	e, err := st.Get(ctx, keys.Assembly(resource, thread, turn))
+	if err != nil {
+		return nil, err
+	}
+	var rec Plan
+	if err := json.Unmarshal(e.Value, &rec); err != nil {
+		return nil, fmt.Errorf("core: decode assembly %d of thread %q: %w", turn, thread, err)
+	}
+	return &rec, nil
+}
+
+// ListAssemblies lists the assembly records a thread of resource ("" for
+// a thread of no resource) keeps, oldest first. A thread without records
+// yields an error wrapping storage.ErrNotFound.
+func ListAssemblies(ctx context.Context, st storage.Store, resource, thread string) ([]AssemblySummary, error) {
+	idx, err := readIndex(ctx, st, resource, thread)
+	if err != nil {
+		return nil, err
+	}
+	out := []AssemblySummary{}
+	for t := idx.First; t < idx.Next; t++ {
+		rec, err := readPlan(ctx, st, resource, thread, t)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // dropped by retention meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		sum := AssemblySummary{Turn: rec.Turn, RunID: rec.RunID, RunTurn: rec.RunTurn, PrefixHash: rec.Hashes.Prefix, AnchorHash: rec.Hashes.Anchor}
+		for _, b := range rec.Bands {
+			sum.Items += len(b.Items)
+		}
+		if u := rec.Usage; u != nil {
+			sum.Tokens, sum.HistoryDropped = u.Total, u.HistoryDropped
+			if u.Epoch != nil {
+				sum.Epoch, sum.Reanchored = u.Epoch.ID, u.Epoch.Reanchored
+			}
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// ReadAssembly reads the record of a thread's assembly turn. Its Cache is
+// the cache report the host gave for the call made with it, read from the
+// thread's next record (nil when there is none yet). A turn not kept
+// yields an error wrapping storage.ErrNotFound.
+func ReadAssembly(ctx context.Context, st storage.Store, resource, thread string, turn int) (*Plan, error) {
+	rec, err := readPlan(ctx, st, resource, thread, turn)
+	if err != nil {
+		return nil, fmt.Errorf("assembly %d of thread %q: %w", turn, thread, err)
+	}
+	next, err := readPlan(ctx, st, resource, thread, turn+1)
+	switch {
+	case err == nil:
+		if next.RunID == rec.RunID {
+			rec.Cache = next.PrevCache
+		}
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	}
+	return rec, nil
+}
+
+// LatestAssembly reads the newest record of a thread (see ReadAssembly).
+func LatestAssembly(ctx context.Context, st storage.Store, resource, thread string) (*Plan, error) {
+	idx, err := readIndex(ctx, st, resource, thread)
+	if err != nil {
+		return nil, err
+	}
+	for t := idx.Next - 1; t >= idx.First; t-- {
+		rec, err := ReadAssembly(ctx, st, resource, thread, t)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		return rec, err
+	}
+	return nil, fmt.Errorf("thread %q: %w", thread, ErrNoRecords)
+}

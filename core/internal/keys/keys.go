@@ -41,3 +41,15 @@ func Owner(ctx context.Context, st storage.Store, thread string) (owner string, 
 	}
 	return owner, true, nil
 }
+
+// AssemblyIndex is where a thread keeps the index of its assembly
+// records: the next turn number and the oldest record kept.
+func AssemblyIndex(resource, thread string) storage.Key {
+	return storage.Key{Scope: scopeThread, ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: "assemblies"}
+}
+
+// Assembly is where the record of a thread's assembly turn is kept. The
+// turn is zero-padded so the records list in turn order.
+func Assembly(resource, thread string, turn int) storage.Key {
+	return storage.Key{Scope: scopeThread, ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: fmt.Sprintf("assembly-%010d", turn)}
+}

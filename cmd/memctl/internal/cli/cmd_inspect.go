@@ -18,6 +18,8 @@ import (
 type inspectFlags struct {
 	full     bool
 	resource string
+	list     bool
+	turn     int
 }
 
 func (a *app) inspectCmd() *cobra.Command {
@@ -42,6 +44,12 @@ The runtime records it only with core.Config.RecordAssemblies on. It is read
 from the runtime's state store: <dir>/state of an embedded directory, the
 database of a postgres store, or --state DIR|postgres://...
 
+--list lists the thread's recorded turns (the runtime keeps every
+assembly of a thread, by the thread's turn number, up to
+core.Config.AssemblyRetention of them); --turn N shows turn N's record:
+its view band by band, its segment hashes, the history items it kept
+against the run's log, the layers' usage and the cache report of its call.
+
 Text the store holds is printed with controls escaped (\x1b, \u009b...);
 --json prints it exactly.`,
 		Args: exactArgs(1, "one THREAD"),
@@ -49,6 +57,8 @@ Text the store holds is printed with controls escaped (\x1b, \u009b...);
 	}
 	cmd.Flags().BoolVar(&f.full, "full", false, "print every item's whole text")
 	cmd.Flags().StringVarP(&f.resource, "resource", "r", "", "the resource the thread belongs to (default: the one it is bound to)")
+	cmd.Flags().BoolVar(&f.list, "list", false, "list the thread's recorded turns")
+	cmd.Flags().IntVar(&f.turn, "turn", -1, "show the record of the thread's turn `N`")
 	cmd.Flags().StringVar(&a.flags.state, "state", "", "the runtime's state store: a filestore directory or postgres:// URL")
 	return cmd
 }
@@ -75,12 +85,22 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 	if resource == "" && bound {
 		resource = owner
 	}
+	whose := fmt.Sprintf("thread %q", thread)
+	if resource != "" {
+		whose = fmt.Sprintf("thread %q of resource %q", thread, resource)
+	}
+	switch {
+	case f.list && f.turn >= 0:
+		return usageErrorf("--list and --turn exclude each other")
+	case f.list:
+		return a.listAssemblies(ctx, st, loc, resource, thread, whose)
+	case f.turn >= 0:
+		return a.showTurn(ctx, st, loc, resource, thread, whose, f)
+	case f.turn < -1:
+		return usageErrorf("--turn: negative turn %d", f.turn)
+	}
 	rec, err := inspect.LastAssembly(ctx, st, resource, thread)
 	if errors.Is(err, storage.ErrNotFound) {
-		whose := fmt.Sprintf("thread %q", thread)
-		if resource != "" {
-			whose = fmt.Sprintf("thread %q of resource %q", thread, resource)
-		}
 		hint := ""
 		switch {
 		case bound && owner != resource:
@@ -106,6 +126,13 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 	if len(rec.Tools) > 0 {
 		fmt.Fprintf(w, "Tools: %s\n", esc(strings.Join(rec.Tools, ", ")))
 	}
+	return a.printView(rec.Bands, rec.Usage, f.full)
+}
+
+// printView prints a recorded view's bands and usage report.
+func (a *app) printView(bands []inspect.RecordedBand, u *core.Usage, full bool) error {
+	w := a.io.Out
+	rec := struct{ Bands []inspect.RecordedBand }{bands}
 	total := 0
 	for _, b := range rec.Bands {
 		total += b.Tokens
@@ -114,10 +141,9 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 	for _, b := range rec.Bands {
 		fmt.Fprintf(w, "\n[%s] %d tokens, %s\n", esc(b.Band), b.Tokens, plural(len(b.Items), "item", "items"))
 		for _, it := range b.Items {
-			fmt.Fprintf(w, "  %s\n", a.itemLine(it, f.full))
+			fmt.Fprintf(w, "  %s\n", a.itemLine(it, full))
 		}
 	}
-	u := rec.Usage
 	if u == nil {
 		return nil
 	}
@@ -201,4 +227,98 @@ func (a *app) itemLine(it core.Item, full bool) string {
 		s = "(" + esc(it.ID) + ") " + s
 	}
 	return s
+}
+
+// listAssemblies prints the thread's recorded turns, oldest first.
+func (a *app) listAssemblies(ctx context.Context, st storage.Store, loc, resource, thread, whose string) error {
+	list, err := inspect.ListAssemblies(ctx, st, resource, thread)
+	if errors.Is(err, storage.ErrNotFound) {
+		return notFoundf("no recorded turns for %s in %s (the runtime records them when core.Config.RecordAssemblies is on)", whose, loc)
+	}
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return writeJSONIndent(a.io.Out, list)
+	}
+	tw := newTable(a.io.Out)
+	fmt.Fprintln(tw, "TURN\tRUN\tRUN TURN\tTOKENS\tITEMS\tDROPPED\tEPOCH\tPREFIX\tANCHOR")
+	for _, l := range list {
+		epoch := l.Epoch
+		if l.Reanchored {
+			epoch += " (re-anchored)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", l.Turn, cell(l.RunID), l.RunTurn, l.Tokens, l.Items, l.HistoryDropped,
+			cell(listOrNone(nonEmpty(epoch))), cell(short(l.PrefixHash)), cell(short(l.AnchorHash)))
+	}
+	return tw.Flush()
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// short is the head of a hash, "-" for none.
+func short(h string) string {
+	if h == "" {
+		return "-"
+	}
+	return h[:min(12, len(h))]
+}
+
+// showTurn prints the record of one turn of the thread.
+func (a *app) showTurn(ctx context.Context, st storage.Store, loc, resource, thread, whose string, f *inspectFlags) error {
+	rec, err := inspect.ReadAssembly(ctx, st, resource, thread, f.turn)
+	if errors.Is(err, storage.ErrNotFound) {
+		return notFoundf("no record of turn %d for %s in %s (memctl inspect --list shows the turns kept)", f.turn, whose, loc)
+	}
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return writeJSONIndent(a.io.Out, rec)
+	}
+	w := a.io.Out
+	of := ""
+	if resource != "" {
+		of = " of resource " + esc(resource)
+	}
+	fmt.Fprintf(w, "Thread %s%s: turn %d (turn %d of run %s)\n", esc(thread), of, rec.Turn, rec.RunTurn, esc(rec.RunID))
+	fmt.Fprintf(w, "Prefix hash: %s\nAnchor hash: %s\nDynamic hash: %s\n", esc(rec.Hashes.Prefix), esc(short(rec.Hashes.Anchor)), esc(rec.Hashes.Dynamic))
+	if len(rec.Tools) > 0 {
+		names := make([]string, len(rec.Tools))
+		for i, t := range rec.Tools {
+			names[i] = t.Name
+		}
+		fmt.Fprintf(w, "Tools: %s\n", esc(strings.Join(names, ", ")))
+	}
+	h := rec.History
+	spans := make([]string, len(h.Spans))
+	for i, s := range h.Spans {
+		spans[i] = fmt.Sprintf("%d-%d", s.From, s.To-1)
+	}
+	fmt.Fprintf(w, "History plan: log items %s of %d shown, %d inline, %d dropped", listOrNone(spans), h.LogLen, len(h.Inline), h.Dropped)
+	if h.Summarized {
+		fmt.Fprint(w, ", summarised")
+	}
+	if h.Cut != nil {
+		fmt.Fprintf(w, ", user message cut from %d to %d tokens", h.Cut.Tokens, h.Cut.Shown)
+	}
+	fmt.Fprintln(w)
+	if c := rec.Compaction; c != nil {
+		fmt.Fprintf(w, "Compaction: boundary at log item %d\n", c.Boundary)
+	}
+	if c := rec.Cache; c != nil {
+		fmt.Fprintf(w, "Cache report: read %d, written %d, uncached %d tokens\n", c.ReadTokens, c.WriteTokens, c.UncachedTokens)
+	} else {
+		fmt.Fprintln(w, "Cache report: none")
+	}
+	bands := make([]inspect.RecordedBand, len(rec.Bands))
+	for i, b := range rec.Bands {
+		bands[i] = inspect.RecordedBand{Band: b.Band, Tokens: b.Tokens, Items: b.Items}
+	}
+	return a.printView(bands, rec.Usage, f.full)
 }
