@@ -3,7 +3,8 @@
 // Anthropic and OpenAI prompt caches. It writes the report
 // (cache-stability.md) and the plot of cumulative billed input
 // (cache-stability.svg) into the output directory, and prints the target
-// checks. `make bench-cache` runs it as
+// checks. The long-session workload (compaction against a 200k window) is
+// run too, unless -workloads leaves out "long-session"; -calls shortens it. `make bench-cache` runs it as
 //
 //	go run ./benchmarks/cmd/cachebench -out benchmarks/results
 //
@@ -45,14 +46,20 @@ func run(ctx context.Context, args []string) error {
 	turns := fs.Int("turns", 0, "user turns per workload (0: each workload's full script)")
 	only := fs.String("workloads", "", "comma-separated workload names (default: all)")
 	strict := fs.Bool("strict", false, "exit 1 when a target is missed")
+	calls := fs.Int("calls", 0, "model calls of the long-session workload (0: its full 1,000)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	var workloads []cachebench.Workload
+	long := *only == ""
 	if *only == "" {
 		workloads = cachebench.Workloads()
 	} else {
 		for _, name := range strings.Split(*only, ",") {
+			if strings.TrimSpace(name) == cachebench.LongSessionName {
+				long = true
+				continue
+			}
 			w, err := cachebench.WorkloadByName(strings.TrimSpace(name))
 			if err != nil {
 				return err
@@ -69,6 +76,14 @@ func run(ctx context.Context, args []string) error {
 		}
 		results = append(results, r)
 	}
+	var longRes *cachebench.LongResult
+	if long {
+		fmt.Fprintf(os.Stderr, "running %s...\n", cachebench.LongSessionName)
+		var err error
+		if longRes, err = cachebench.RunLongSession(ctx, cachebench.LongOptions{Calls: *calls}); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -77,10 +92,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	cmd := "make bench-cache"
-	if *turns != 0 || *only != "" {
+	if *turns != 0 || *only != "" || *calls != 0 {
 		cmd = "go run ./benchmarks/cmd/cachebench " + strings.Join(args, " ")
 	}
-	if err := cachebench.WriteMarkdown(&md, results, cachebench.ReportOptions{Command: cmd, Plot: "cache-stability.svg"}); err != nil {
+	if err := cachebench.WriteMarkdown(&md, results, cachebench.ReportOptions{Command: cmd, Plot: "cache-stability.svg", LongSession: longRes}); err != nil {
 		return err
 	}
 	for name, data := range map[string][]byte{"cache-stability.svg": svg.Bytes(), "cache-stability.md": md.Bytes()} {

@@ -43,6 +43,14 @@
 // (Workload.ExcludeFromTargets): its pauses expire any 5-minute cache,
 // which the optimum ignores.
 //
+// [RunLongSession] is the long-session workload: a coding agent over 1,000
+// model calls whose tool outputs are 2-20k tokens, against a 200k-token
+// window, run on the Anthropic simulator under each [LongArm]: no
+// compaction (the view outgrows the window), today's Policy truncation at
+// the window, compaction as an event (core.Config.Compaction) and, once it
+// exists, compaction plus tail trimming. [ReportOptions].LongSession adds
+// its section to the report.
+//
 // [WriteMarkdown] and [WriteSVG] turn results into the report and the plot
 // of cumulative billed input; [Targets] checks the targets. The
 // command benchmarks/cmd/cachebench writes them to benchmarks/results

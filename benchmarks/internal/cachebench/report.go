@@ -75,6 +75,9 @@ type ReportOptions struct {
 	// Plot is the file name of the plot, linked from the report; empty for
 	// none.
 	Plot string
+	// LongSession, when set, adds the long-session section after the
+	// workloads.
+	LongSession *LongResult
 }
 
 // WriteMarkdown writes the report of results: setup, targets, and per
@@ -93,6 +96,9 @@ func WriteMarkdown(out io.Writer, results []*Result, opts ReportOptions) error {
 	writeTargets(&b, results)
 	for _, r := range results {
 		writeWorkload(&b, r)
+	}
+	if opts.LongSession != nil {
+		writeLongSession(&b, opts.LongSession)
 	}
 	_, err := io.WriteString(out, b.String())
 	return err

@@ -452,10 +452,14 @@ type sink struct {
 	model    string
 	sim      cachesim.Simulator
 	series   *Series
+	// hashes memoizes each block's SHA-256 by its bytes' backing array:
+	// the blocks of a run are shared from its blockMemo, so the same
+	// history item is hashed once, not on every request that carries it.
+	hashes map[*byte]cachesim.Hash
 }
 
 func newSink(s Strategy, p Provider) (*sink, error) {
-	sk := &sink{strategy: s, provider: p, series: &Series{Strategy: s, Provider: p, OverflowRequest: -1, Reanchors: map[string]int{}}}
+	sk := &sink{strategy: s, provider: p, hashes: map[*byte]cachesim.Hash{}, series: &Series{Strategy: s, Provider: p, OverflowRequest: -1, Reanchors: map[string]int{}}}
 	var err error
 	switch p {
 	case Anthropic:
@@ -495,6 +499,9 @@ func newRuntime(ctx context.Context, sc *script, w *world, tok tokens.Tokenizer,
 		LayerPool: core.Unlimited,
 		Cache:     cache,
 	}
+	if bud.configure != nil {
+		bud.configure(&cfg)
+	}
 	cfg.Cache.Disabled = !anchored(s)
 	cfg.Cache.TrailingUpdates = s == AnchoredTrailing
 	if s == AnchoredSliding {
@@ -512,6 +519,9 @@ type budget struct {
 	policy *core.Policy
 	// historyCap is the history layer's MaxTokens for AnchoredHistoryCap.
 	historyCap int
+	// configure, when set, edits the runtime's configuration after the
+	// policy and layers are in (the long-session arms).
+	configure func(*core.Config)
 }
 
 // calibrate replays the single-band run without a budget up to the first
@@ -842,11 +852,25 @@ func updatesOf(view *core.View, memo *blockMemo) (updates, error) {
 	return u, nil
 }
 
+// hash is the SHA-256 of b, memoized by its backing array.
+func (sk *sink) hash(b []byte) cachesim.Hash {
+	if len(b) == 0 {
+		return cachesim.HashBytes(b)
+	}
+	k := &b[0]
+	if h, ok := sk.hashes[k]; ok {
+		return h
+	}
+	h := cachesim.HashBytes(b)
+	sk.hashes[k] = h
+	return h
+}
+
 // send bills req on the sink's simulator and accounts it.
 func send(sk *sink, req *Request, view *core.View, elapsed time.Duration, day string, upd updates) error {
 	blocks := make([]cachesim.Block, len(req.Blocks))
 	for i, b := range req.Blocks {
-		blocks[i] = cachesim.Block{Hash: cachesim.HashBytes(b.Bytes), Tokens: b.Tokens, Breakpoint: b.Breakpoint}
+		blocks[i] = cachesim.Block{Hash: sk.hash(b.Bytes), Tokens: b.Tokens, Breakpoint: b.Breakpoint}
 	}
 	u, err := sk.sim.Send(cachesim.Request{At: req.At, Model: sk.model, Blocks: blocks})
 	if err != nil {
