@@ -203,3 +203,9 @@ func LatestAssembly(ctx context.Context, st storage.Store, resource, thread stri
 	}
 	return nil, fmt.Errorf("thread %q: %w", thread, ErrNoRecords)
 }
+
+// IsAssemblyKey reports whether k holds part of a thread's recorded
+// assemblies (the last view, the plan index, a plan record or recorded log
+// items), for tools that erase, copy or count them: every such key lives
+// in the thread's scope.
+func IsAssemblyKey(k storage.Key) bool { return keys.IsAssembly(k) }

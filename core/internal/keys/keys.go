@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stratamem/strata/storage"
 )
@@ -52,4 +53,15 @@ func AssemblyIndex(resource, thread string) storage.Key {
 // turn is zero-padded so the records list in turn order.
 func Assembly(resource, thread string, turn int) storage.Key {
 	return storage.Key{Scope: scopeThread, ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: fmt.Sprintf("assembly-%010d", turn)}
+}
+
+// IsAssembly reports whether k is one of the runtime's recorded-assembly
+// keys: the last view, the index of plan records, a plan record, or a
+// chunk of recorded log items.
+func IsAssembly(k storage.Key) bool {
+	if k.Scope != scopeThread || k.Layer != "_strata" {
+		return false
+	}
+	return k.Name == "last_assembly" || k.Name == "assemblies" ||
+		strings.HasPrefix(k.Name, "assembly-") || strings.HasPrefix(k.Name, "assemblylog-")
 }
