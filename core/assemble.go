@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -154,6 +155,18 @@ type Usage struct {
 	// Compaction reports compaction; nil when Config.Compaction is nil
 	// and the log holds no compaction event.
 	Compaction *CompactionUsage `json:",omitempty"`
+	// Resident lists the resident content the view shows (Session.Activate),
+	// in view order.
+	Resident []ResidentUsage `json:",omitempty"`
+}
+
+// ResidentUsage is one resident content activation a view shows.
+type ResidentUsage struct {
+	ContentMark
+	// Band is BandAnchor for content activated before the loop,
+	// BandHistory for content shown where it was activated (or mounted
+	// again at the front of history).
+	Band Band
 }
 
 // MessageCut reports a message cut to fit the view's token budget.
@@ -224,6 +237,8 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	diagFrom := len(s.diagnostics)
 	s.mu.Unlock()
 
+	s.asm = assemblyScratch{res: s.readResident()}
+	s.asm.head = s.headEntries(s.asm.res)
 	outs := s.recallAll(ctx)
 	hashes := s.observe(outs)
 	logHistory, historyItems, start := s.projectedHistory(ctx)
@@ -277,7 +292,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 			return nil, err
 		}
 	}
-	if firstUpdate >= 0 {
+	if firstUpdate >= 0 || len(s.events) > 0 {
 		historyItems = nil // interleaved: the band cannot share the log
 	}
 	var published []Item
@@ -294,6 +309,9 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	droppedItems := make([]int, len(s.insts))
 	droppedTokens := make([]int, len(s.insts))
 	for _, i := range pv.AnchorDropped {
+		if i -= len(s.asm.head); i < 0 {
+			continue // resident content
+		}
 		droppedItems[arr.anchorOf[i]]++
 		droppedTokens[arr.anchorOf[i]] += arr.anchor[i].Tokens
 	}
@@ -307,7 +325,8 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 				fmt.Errorf("%d item(s), %d tokens, left out: the view's token budget could not hold them", n, droppedTokens[k]))
 		}
 	}
-	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped, Compaction: compaction}
+	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped, Compaction: compaction,
+		Resident: s.residentUsage()}
 	if c := pv.Cut; c != nil {
 		usage.UserMessageCut = &MessageCut{Tokens: c.Tokens, Shown: c.Shown}
 		s.diagnose("_strata", "assemble", KindOverBudget, fmt.Errorf(
@@ -395,7 +414,11 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 // newest user message as the history entry the view must keep, cut by
 // cutEntry when it is too large.
 func (s *Session) projectorInput(history []projector.Entry[Item], arr arrangement) projector.Input[Item] {
-	return projector.Input[Item]{System: s.rt.system, Anchor: arr.anchor, History: history, Live: arr.live,
+	anchor := arr.anchor
+	if len(s.asm.head) > 0 {
+		anchor = append(slices.Clip(s.asm.head), arr.anchor...)
+	}
+	return projector.Input[Item]{System: s.rt.system, Anchor: anchor, History: history, Live: arr.live,
 		Updates: arr.updates, Tail: arr.tail, Keep: isUserMessage, Cut: s.rt.cutEntry}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -237,7 +238,7 @@ type compactionLog struct {
 func (s *Session) readCompactions(thrash int) compactionLog {
 	var c compactionLog
 	prevTurn := 0
-	for i := range s.items {
+	for _, i := range s.events {
 		it := &s.items[i]
 		if it.Type != TypeCompaction {
 			continue
@@ -266,6 +267,7 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 		thrash = cfg.thrashTurns()
 	}
 	c := s.readCompactions(thrash)
+	s.asm.mountBefore, s.asm.folded = max(start, 0), false
 	if c.count == 0 && cfg == nil {
 		return history, items, start, nil, nil
 	}
@@ -283,6 +285,7 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 		out := make([]projector.Entry[Item], 0, len(history)-through+1)
 		out = append(out, sum)
 		out = append(out, history[through:]...)
+		s.asm.mountBefore, s.asm.folded = ev.Compaction.Through, true
 		return out, ev.Compaction.Through - 1
 	}
 	folded, fstart := history, start
@@ -324,7 +327,7 @@ func (s *Session) compact(ctx context.Context, cfg *CompactionConfig, prev, size
 	b := len(s.items)
 	for kept := 0; b > 0 && kept < cfg.keep(); {
 		b--
-		if s.items[b].Type != TypeCompaction {
+		if t := s.items[b].Type; t != TypeCompaction && t != TypeContent {
 			kept++
 		}
 	}
@@ -343,7 +346,7 @@ func (s *Session) compact(ctx context.Context, cfg *CompactionConfig, prev, size
 	}
 	var req SummarizeRequest
 	for _, it := range s.items[prev:b] {
-		if it.Type != TypeCompaction {
+		if it.Type != TypeCompaction && it.Type != TypeContent {
 			req.Items = append(req.Items, it)
 		}
 	}
@@ -371,6 +374,7 @@ func (s *Session) compact(ctx context.Context, cfg *CompactionConfig, prev, size
 	ev := CompactionEvent(text, CompactionMark{Through: b, Turn: s.turn})
 	s.log = append(s.log, projector.Entry[Item]{Item: ev})
 	s.items = append(s.items, ev)
+	s.noteItem()
 	return &s.items[len(s.items)-1], nil
 }
 
@@ -438,10 +442,10 @@ func (rt *Runtime) countedSummaries(f func([]projector.Entry[Item]) (projector.E
 // hooks: the same slice when there are none.
 func conversation(items []Item) []Item {
 	for i := range items {
-		if items[i].Type == TypeCompaction {
+		if isEvent(items[i].Type) {
 			out := append([]Item(nil), items[:i]...)
 			for _, it := range items[i+1:] {
-				if it.Type != TypeCompaction {
+				if !isEvent(it.Type) {
 					out = append(out, it)
 				}
 			}
@@ -455,17 +459,30 @@ func conversation(items []Item) []Item {
 // events as placeholders (compactHistory keeps them so that log positions
 // hold): it interleaves the inline updates, then leaves the events out,
 // first counting in the history without them.
+//
+// Mid-task activations the history no longer holds (folded by a
+// compaction, or before the front a history layer cut to) are mounted
+// again at its front: right after the summary when one leads it.
 func (s *Session) foldedUpdates(history []projector.Entry[Item], start int) ([]projector.Entry[Item], int, bool) {
 	out, first, cut := s.withUpdates(history, start)
-	if first > 0 {
-		for i := range out[:first] {
-			if out[i].Item.Type == TypeCompaction {
-				first--
-			}
+	if mounts := s.remounted(s.asm.mountBefore, s.asm.res); len(mounts) > 0 && start >= 0 {
+		at := 0
+		if s.asm.folded {
+			at = 1
+		}
+		out = slices.Insert(slices.Clone(out), at, mounts...)
+		if first >= at {
+			first += len(mounts)
 		}
 	}
-	return dropEvents(out), first, cut
+	rendered, first, shown := s.renderEvents(out, s.asm.res, first)
+	s.asm.shown = shown
+	return rendered, first, cut
 }
+
+// isEvent says whether items of type t are the runtime's events (a
+// compaction, a resident-content activation) rather than conversation.
+func isEvent(t ItemType) bool { return t == TypeCompaction || t == TypeContent }
 
 // thrashes says whether two compactions gap assemblies apart thrash. A
 // negative gap is another session's numbering (a resumed log): no

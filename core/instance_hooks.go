@@ -215,7 +215,8 @@ func (i *layerInstance[S]) onItemAppend(ctx context.Context, item Item, index in
 	if i.layer.Hooks.OnItemAppend == nil {
 		return nil
 	}
-	p := ItemAppendParams[S]{Run: i.run(), State: i.state, Item: item, Index: index, Call: call, CallAllowed: allowed}
+	p := ItemAppendParams[S]{Run: i.run(), State: i.state, Item: item, Index: index, Call: call, CallAllowed: allowed,
+		Activate: i.sess.queueActivation}
 	return guard(ctx, i, HookOnItemAppend, i.timeout(HookOnItemAppend),
 		func(ctx context.Context) (*S, error) { return i.layer.Hooks.OnItemAppend(ctx, p) })
 }

@@ -60,6 +60,9 @@ type Item struct {
 	// Compaction is the boundary of a TypeCompaction event, whose
 	// summary is its one content part.
 	Compaction *CompactionMark `json:"compaction,omitempty"`
+	// Resident names the activation of a TypeContent event, whose
+	// content is its one part.
+	Resident *ContentMark `json:"resident,omitempty"`
 }
 
 // Message builds a message item with one text part.
@@ -144,6 +147,10 @@ func (it Item) Validate() error {
 	case TypeCompaction:
 		if it.Compaction == nil || it.Compaction.Through < 0 || len(it.Content) != 1 {
 			return fmt.Errorf("%w: compaction needs a boundary and one summary part", ErrInvalidItem)
+		}
+	case TypeContent:
+		if it.Resident == nil || it.Resident.Kind == "" || it.Resident.Key == "" || len(it.Content) != 1 {
+			return fmt.Errorf("%w: content needs a kind, a key and one part", ErrInvalidItem)
 		}
 	default:
 		return fmt.Errorf("%w: unknown type %q", ErrInvalidItem, it.Type)

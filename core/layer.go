@@ -303,6 +303,11 @@ type ItemAppendParams[S any] struct {
 	// effect (a file the call reads) must act here, on the output with
 	// CallAllowed, never on the function_call itself.
 	CallAllowed bool
+	// Activate makes content resident (see Session.Activate): the event
+	// is logged after the items being appended, e.g. after this turn's
+	// tool outputs. It fails like Session.Activate for an unknown kind
+	// or empty key or text.
+	Activate func(Content) error
 }
 
 // CallParams is passed to BeforeToolCall and to a provided function's

@@ -109,6 +109,9 @@ type Config struct {
 	// when the view nears the model's window (see CompactionConfig). Nil
 	// is off.
 	Compaction *CompactionConfig
+	// ContentKinds are the host's resident-content kinds, rendered after
+	// the built-in ones in this order (see Session.Activate).
+	ContentKinds []ContentKind
 }
 
 // Runtime holds validated configuration and starts sessions. It is safe
@@ -133,6 +136,7 @@ type Runtime struct {
 	ownedStore bool
 	// recorders caches the encoded log items RecordAssemblies records.
 	recorders recorders
+	kinds     contentKinds
 }
 
 // route is where a call by name goes: a function of a layer (fn set;
@@ -191,6 +195,11 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 	if err := cfg.Compaction.validate(); err != nil {
 		return nil, err
 	}
+	kinds, err := newContentKinds(cfg.ContentKinds)
+	if err != nil {
+		return nil, err
+	}
+	rt.kinds = kinds
 	rt.policy = cfg.Policy
 	if p := cfg.Policy; p != nil && p.Overflow == projector.OverflowSummarize {
 		cp := *p

@@ -83,6 +83,14 @@ type Session struct {
 	// what became of it (BeforeToolCall, ExecuteTool), and the plain
 	// calls applied (Function.Plain).
 	callAt  map[string]int
+	// acts are the activations the item hooks asked for.
+	acts activations
+	asm  assemblyScratch
+	// events are the log indices of the runtime's events, in order, and
+	// loopAt the index of the model's first message or call (-1: none
+	// yet): kept as items are logged, so no assembly scans the log.
+	events []int
+	loopAt int
 	verdict map[string]callVerdict
 	applied map[string]bool
 }
@@ -159,7 +167,7 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		seen:   map[storage.Key][]byte{},
 		states: make([]layerRun, len(rt.layers)),
 		stats:  make([]layerStats, len(rt.layers)),
-		callAt: map[string]int{}, verdict: map[string]callVerdict{}, applied: map[string]bool{},
+		loopAt: -1, callAt: map[string]int{}, verdict: map[string]callVerdict{}, applied: map[string]bool{},
 	}
 	if parent != nil {
 		s.info.ParentRunID = parent.info.RunID
@@ -171,6 +179,7 @@ func (rt *Runtime) newSession(opts RunOptions, parent *Session) (*Session, error
 		e := rt.entry(it)
 		s.log = append(s.log, e)
 		s.items = append(s.items, it)
+		s.noteItem()
 		s.logTokens += e.Tokens
 		if it.Type == TypeFunctionCall {
 			s.callAt[it.CallID] = len(s.items) - 1
@@ -336,9 +345,10 @@ func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 		e := s.rt.entry(it)
 		s.log = append(s.log, e)
 		s.items = append(s.items, it)
+		s.noteItem()
 		s.logTokens += e.Tokens
 		idx := len(s.items) - 1
-		if it.Type == TypeCompaction {
+		if it.Type == TypeCompaction || it.Type == TypeContent {
 			continue // an event of the runtime's, not conversation
 		}
 		var call *Item
@@ -367,6 +377,11 @@ func (s *Session) appendItems(ctx context.Context, items []Item) []error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	// What the hooks activated goes after the batch: after this turn's
+	// tool outputs.
+	for _, c := range s.acts.take() {
+		s.activate(c)
 	}
 	return errs
 }
