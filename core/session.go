@@ -82,15 +82,15 @@ type Session struct {
 	// Tool-call bookkeeping by call id: where the call is in the log,
 	// what became of it (BeforeToolCall, ExecuteTool), and the plain
 	// calls applied (Function.Plain).
-	callAt  map[string]int
+	callAt map[string]int
 	// acts are the activations the item hooks asked for.
 	acts activations
 	asm  assemblyScratch
 	// events are the log indices of the runtime's events, in order, and
 	// loopAt the index of the model's first message or call (-1: none
 	// yet): kept as items are logged, so no assembly scans the log.
-	events []int
-	loopAt int
+	events  []int
+	loopAt  int
 	verdict map[string]callVerdict
 	applied map[string]bool
 }
