@@ -158,6 +158,11 @@ type Usage struct {
 	// Resident lists the resident content the view shows (Session.Activate),
 	// in view order.
 	Resident []ResidentUsage `json:",omitempty"`
+	// Cleared are the tool outputs tail trimming cleared (Config.TailTrim).
+	Cleared []ClearedOutput `json:",omitempty"`
+	// Reminders names the reminders the view ends with (Config.Reminders
+	// and the runtime's own).
+	Reminders []string `json:",omitempty"`
 }
 
 // ResidentUsage is one resident content activation a view shows.
@@ -246,6 +251,13 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	if err != nil {
 		return nil, err
 	}
+	logHistory, cleared := s.trimTail(outs, logHistory, start)
+	if cleared != nil {
+		historyItems = nil
+	}
+	var reminded []string
+	s.asm.reminder, reminded, s.asm.reminded = s.reminders(ReminderInput{Session: s, Compaction: compaction,
+		Tokens: s.viewSize(outs, logHistory), Window: s.rt.window()})
 
 	reanchored := false
 	reanchor := func(reason ReanchorReason) arrangement {
@@ -326,7 +338,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		}
 	}
 	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped, Compaction: compaction,
-		Resident: s.residentUsage()}
+		Resident: s.residentUsage(), Cleared: cleared, Reminders: reminded}
 	if c := pv.Cut; c != nil {
 		usage.UserMessageCut = &MessageCut{Tokens: c.Tokens, Shown: c.Shown}
 		s.diagnose("_strata", "assemble", KindOverBudget, fmt.Errorf(
@@ -418,8 +430,12 @@ func (s *Session) projectorInput(history []projector.Entry[Item], arr arrangemen
 	if len(s.asm.head) > 0 {
 		anchor = append(slices.Clip(s.asm.head), arr.anchor...)
 	}
+	tail := arr.tail
+	if s.asm.reminded {
+		tail = append(slices.Clip(tail), s.asm.reminder)
+	}
 	return projector.Input[Item]{System: s.rt.system, Anchor: anchor, History: history, Live: arr.live,
-		Updates: arr.updates, Tail: arr.tail, Keep: isUserMessage, Cut: s.rt.cutEntry}
+		Updates: arr.updates, Tail: tail, Keep: isUserMessage, Cut: s.rt.cutEntry}
 }
 
 func isUserMessage(e projector.Entry[Item]) bool {

@@ -296,10 +296,10 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 		usage.Folded = prev
 	}
 	if cfg != nil {
-		size := sumTokens(s.rt.system) + sumTokens(dropEvents(folded))
-		for k := range outs {
-			size += sumTokens(outs[k].fresh())
-		}
+		size := s.viewSize(outs, folded)
+		// What tail trimming will clear is not there to compact.
+		_, saved := s.rt.trimPlan(folded, fstart, size)
+		size -= saved
 		limit := int(cfg.threshold() * float64(cfg.Window))
 		if size > limit {
 			ev, err := s.compact(ctx, cfg, prev, size, limit)

@@ -54,8 +54,8 @@ type AssemblyRecord struct {
 	// Compaction is the compaction boundary of this assembly, when one
 	// was reported; nil otherwise.
 	Compaction *RecordedCompaction `json:"compaction,omitempty"`
-	// ClearedOutputs are tool outputs the view showed cleared, with a
-	// reference to the full output; none today.
+	// ClearedOutputs are the tool outputs the view showed cleared
+	// (Config.TailTrim), each with the log reference of its full body.
 	ClearedOutputs []ClearedOutput `json:"cleared_outputs,omitempty"`
 	// Usage is the assembly's usage report (which layers rendered what).
 	Usage *Usage `json:"usage"`
@@ -121,12 +121,6 @@ type RecordedCompaction struct {
 	SummaryID string `json:"summary_id,omitempty"`
 }
 
-// ClearedOutput is a tool output the view showed cleared: CallID names
-// the call, Ref where the full output is kept.
-type ClearedOutput struct {
-	CallID string `json:"call_id"`
-	Ref    string `json:"ref,omitempty"`
-}
 
 // View renders the recorded assembly again: the same bands, tools,
 // breakpoints, updates and usage report, so a provider adapter builds the
@@ -168,7 +162,11 @@ func (c *Config) retention() int { return max(c.AssemblyRetention, 0) }
 // drops the records past the retention bound, oldest first.
 func (s *Session) recordPlan(ctx context.Context, v *View, bands []encodedBand, plan HistoryPlan) error {
 	rec := AssemblyRecord{Version: AssemblyRecordVersion, RunID: s.info.RunID, RunTurn: v.Usage.Turn, ThreadID: s.info.ThreadID,
-		ResourceID: s.info.ResourceID, Tools: v.Tools, Breakpoints: v.Breakpoints, Updates: v.updates, Usage: v.Usage}
+		ResourceID: s.info.ResourceID, Tools: v.Tools, Breakpoints: v.Breakpoints, Updates: v.updates, Usage: v.Usage,
+		ClearedOutputs: v.Usage.Cleared}
+	if c := v.Usage.Compaction; c != nil && c.Folded > 0 {
+		rec.Compaction = &RecordedCompaction{Boundary: c.Folded}
+	}
 	rec.Hashes.Prefix = v.PrefixHash
 	dyn := sha256.New()
 	for _, b := range bands {

@@ -343,6 +343,10 @@ type assemblyScratch struct {
 	shown []ContentMark
 	// head is the head's rendered activations, first in the anchor band.
 	head []projector.Entry[Item]
+	// reminder is the reminders message, last in the tail band when
+	// reminded.
+	reminder projector.Entry[Item]
+	reminded bool
 }
 
 // remounted are the mid-task activations before log index through, in

@@ -112,6 +112,12 @@ type Config struct {
 	// ContentKinds are the host's resident-content kinds, rendered after
 	// the built-in ones in this order (see Session.Activate).
 	ContentKinds []ContentKind
+	// TailTrim clears old tool outputs when the view nears the model's
+	// window (see TailTrimConfig). Nil is off.
+	TailTrim *TailTrimConfig
+	// Reminders are the host's compose-time reminders, rendered after the
+	// runtime's own at the very end of every view (see Reminder).
+	Reminders []Reminder
 }
 
 // Runtime holds validated configuration and starts sessions. It is safe
@@ -193,6 +199,12 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	if err := cfg.Compaction.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.TailTrim.validate(cfg.Compaction); err != nil {
+		return nil, err
+	}
+	if err := validateReminders(cfg.Reminders); err != nil {
 		return nil, err
 	}
 	kinds, err := newContentKinds(cfg.ContentKinds)
@@ -281,6 +293,16 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 		rt.routes[spec.Name] = route{layer: -1, tool: t}
 		if err := rt.offer(spec); err != nil {
 			return nil, &ConfigError{Code: CodeInvalidLayer, Field: fmt.Sprintf("Tools[%d].Parameters", k), Reason: err.Error()}
+		}
+	}
+	if cfg.Compaction != nil || cfg.TailTrim != nil {
+		if _, dup := rt.routes[RecallHistoryTool]; dup {
+			return nil, &ConfigError{Code: CodeDuplicateFunction, Field: "Tools",
+				Reason: fmt.Sprintf("the runtime offers %q with Compaction or TailTrim on: rename the host's tool", RecallHistoryTool)}
+		}
+		rt.routes[RecallHistoryTool] = route{layer: -1, tool: recallHistory{}}
+		if err := rt.offer(recallHistorySpec); err != nil {
+			return nil, err
 		}
 	}
 	sort.Slice(rt.tools, func(a, b int) bool { return rt.tools[a].Name < rt.tools[b].Name })
