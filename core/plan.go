@@ -121,7 +121,6 @@ type RecordedCompaction struct {
 	SummaryID string `json:"summary_id,omitempty"`
 }
 
-
 // View renders the recorded assembly again: the same bands, tools,
 // breakpoints, updates and usage report, so a provider adapter builds the
 // same request from it, byte for byte.
