@@ -1,33 +1,29 @@
 package core
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/stratamem/strata/core/internal/keys"
-	"github.com/stratamem/strata/storage"
 )
 
 // AssemblyRecordVersion is the version of the AssemblyRecord format the
 // runtime writes.
-const AssemblyRecordVersion = 1
+const AssemblyRecordVersion = 2
 
 // AssemblyRecord is the plan of one assembly of a thread, kept with
-// Config.RecordAssemblies and a non-zero Config.AssemblyRetention under
-// the thread's turn number: what the model
-// was shown, band by band, why, and enough to render it again byte for
-// byte (View). Package core/inspect reads the records back.
+// Config.RecordAssemblies under the thread's turn number (at most
+// Config.AssemblyRetention per thread): what the model was shown, band by
+// band, why, and enough to render it again byte for byte (View). Package
+// core/inspect reads the records back.
 //
-// The record holds the items of every band itself, history included: the
-// runtime does not persist a run's log (the host seeds it with
-// RunOptions.History), so a record that only pointed into the log could
-// not be rendered again from the store alone. History.Spans says which
-// log items the history band shows, for a host that keeps the log.
+// A record is small and its cost does not grow with the conversation: the
+// history band is stored as spans of the run's log (History.Spans) plus
+// the few items that are not log items as they are (summaries, updates,
+// cleared outputs, a cut message), and the log itself is stored once, in
+// chunks written as it grows; the system and anchor bands and the tools,
+// which change rarely, are stored once per distinct content. Stored says
+// where the parts are; Hydrate (core/inspect does it) reads them back into
+// Bands and Tools.
 type AssemblyRecord struct {
 	Version int `json:"version"`
 	// Turn is the thread's turn number: 0 for the first assembly of the
@@ -57,8 +53,12 @@ type AssemblyRecord struct {
 	// ClearedOutputs are the tool outputs the view showed cleared
 	// (Config.TailTrim), each with the log reference of its full body.
 	ClearedOutputs []ClearedOutput `json:"cleared_outputs,omitempty"`
-	// Usage is the assembly's usage report (which layers rendered what).
+	// Usage is the assembly's usage report (which layers rendered what,
+	// the resident content and reminders the view showed).
 	Usage *Usage `json:"usage"`
+	// Stored says where the record's bands, tools and log are kept; nil
+	// once hydrated is not required: Hydrate leaves it.
+	Stored *StoredParts `json:"stored,omitempty"`
 	// Cache is the host's cache report of the model call made with this
 	// view (Session.ReportCache), nil when the host reported none. The
 	// runtime learns of a report only after the call, so it is stored
@@ -117,9 +117,45 @@ type LogSpan struct {
 // RecordedCompaction is the compaction boundary of an assembly: the log
 // items before Boundary were replaced by a summary.
 type RecordedCompaction struct {
-	Boundary  int    `json:"boundary"`
-	SummaryID string `json:"summary_id,omitempty"`
+	Boundary int `json:"boundary"`
+	// Event is the log reference ("log:N") of the compaction event that
+	// holds the summary.
+	Event string `json:"event,omitempty"`
 }
+
+// StoredParts says where the parts of a record are kept in the store.
+type StoredParts struct {
+	// Log is the run's log as stored: chunks of LogChunk items under the
+	// run's tag, the last one partial.
+	Log StoredLog `json:"log"`
+	// Bands are the view's non-empty bands: by content digest (Blob) for
+	// the system and anchor bands, as items for the others, and for
+	// history as the HistoryPlan's spans of the log plus Inline items.
+	Bands []StoredBand `json:"bands"`
+	// Tools is the content digest of the tools offered.
+	Tools string `json:"tools,omitempty"`
+}
+
+// StoredLog names a run's stored log.
+type StoredLog struct {
+	Run string `json:"run"`
+	Len int    `json:"len"`
+}
+
+// StoredBand is one band of a record as stored.
+type StoredBand struct {
+	Band   string `json:"band"`
+	Tokens int    `json:"tokens"`
+	Count  int    `json:"count"`
+	Blob   string `json:"blob,omitempty"`
+	Items  json.RawMessage `json:"items,omitempty"`
+	// Inline are the history band's items that are not log items as they
+	// are, in band order (their positions are History.Inline).
+	Inline []Item `json:"inline,omitempty"`
+}
+
+// LogChunk is the number of log items a stored log chunk holds.
+const LogChunk = 8
 
 // View renders the recorded assembly again: the same bands, tools,
 // breakpoints, updates and usage report, so a provider adapter builds the
@@ -143,156 +179,6 @@ func bandByName(name string) (Band, bool) {
 		}
 	}
 	return 0, false
-}
-
-// assemblyIndex is what a thread keeps next to its records: the next turn
-// number, the oldest record kept and the last cache report recorded.
-type assemblyIndex struct {
-	Next      int          `json:"next"`
-	First     int          `json:"first"`
-	LastCache *CacheReport `json:"last_cache,omitempty"`
-}
-
-// retention is the number of records a thread keeps; 0 means no limit.
-// (Zero AssemblyRetention records none: recordAssembly does not get here.)
-func (c *Config) retention() int { return max(c.AssemblyRetention, 0) }
-
-// recordPlan appends the view as the thread's next assembly record and
-// drops the records past the retention bound, oldest first.
-func (s *Session) recordPlan(ctx context.Context, v *View, bands []encodedBand, plan HistoryPlan) error {
-	rec := AssemblyRecord{Version: AssemblyRecordVersion, RunID: s.info.RunID, RunTurn: v.Usage.Turn, ThreadID: s.info.ThreadID,
-		ResourceID: s.info.ResourceID, Tools: v.Tools, Breakpoints: v.Breakpoints, Updates: v.updates, Usage: v.Usage,
-		ClearedOutputs: v.Usage.Cleared}
-	if c := v.Usage.Compaction; c != nil && c.Folded > 0 {
-		rec.Compaction = &RecordedCompaction{Boundary: c.Folded}
-	}
-	rec.Hashes.Prefix = v.PrefixHash
-	dyn := sha256.New()
-	for _, b := range bands {
-		switch {
-		case b.band == BandAnchor:
-			sum := sha256.Sum256(b.items)
-			rec.Hashes.Anchor = hex.EncodeToString(sum[:])
-		case b.band > BandAnchor:
-			fmt.Fprintf(dyn, "%d:%d\n", b.band, len(b.items))
-			dyn.Write(b.items)
-		}
-	}
-	rec.Hashes.Dynamic = hex.EncodeToString(dyn.Sum(nil))
-	rec.History = plan
-
-	ik := keys.AssemblyIndex(s.info.ResourceID, s.info.ThreadID)
-	st := s.rt.store
-	var idx assemblyIndex
-	for attempt := 0; ; attempt++ {
-		idx = assemblyIndex{}
-		rev := int64(0)
-		e, err := st.Get(ctx, ik)
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal(e.Value, &idx); err != nil {
-				return fmt.Errorf("core: decode the assembly index of thread %q: %w", s.info.ThreadID, err)
-			}
-			rev = e.Revision
-		}
-		rec.Turn = idx.Next
-		idx.Next++
-		rec.PrevCache = nil
-		if r, ok := s.LastCacheReport(); ok && (idx.LastCache == nil || !sameReport(*idx.LastCache, r)) {
-			rec.PrevCache = &r
-			idx.LastCache = &r
-		}
-		raw, err := marshalNoEscape(idx)
-		if err != nil {
-			return err
-		}
-		if _, err = st.Put(ctx, ik, raw, rev); err == nil {
-			break
-		}
-		if !errors.Is(err, storage.ErrConflict) || attempt == 2 {
-			return err
-		}
-	}
-	raw, err := withBands(rec, bands)
-	if err != nil {
-		return err
-	}
-	rk := keys.Assembly(s.info.ResourceID, s.info.ThreadID, rec.Turn)
-	if err := putOver(ctx, st, rk, raw); err != nil {
-		return err
-	}
-	// Retention: drop the records past the bound, oldest first. A record
-	// already gone (another run of the thread dropped it) is skipped.
-	n := s.rt.cfg.retention()
-	if n == 0 || idx.Next-idx.First <= n {
-		return nil
-	}
-	first := idx.First
-	for t := first; t < idx.Next-n; t++ {
-		k := keys.Assembly(s.info.ResourceID, s.info.ThreadID, t)
-		e, err := st.Get(ctx, k)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if err := st.Delete(ctx, k, e.Revision); err != nil && !errors.Is(err, storage.ErrConflict) {
-			return err
-		}
-	}
-	return updateIndex(ctx, st, ik, func(x *assemblyIndex) { x.First = max(x.First, idx.Next-n) })
-}
-
-// putOver writes value at k whatever revision is there.
-func putOver(ctx context.Context, st storage.Store, k storage.Key, value []byte) error {
-	rev := int64(0)
-	for attempt := 0; ; attempt++ {
-		_, err := st.Put(ctx, k, value, rev)
-		if err == nil || !errors.Is(err, storage.ErrConflict) || attempt == 2 {
-			return err
-		}
-		e, gerr := st.Get(ctx, k)
-		switch {
-		case errors.Is(gerr, storage.ErrNotFound):
-			rev = 0
-		case gerr != nil:
-			return gerr
-		default:
-			rev = e.Revision
-		}
-	}
-}
-
-// updateIndex applies f to the stored index, retrying on a conflict.
-func updateIndex(ctx context.Context, st storage.Store, k storage.Key, f func(*assemblyIndex)) error {
-	for attempt := 0; ; attempt++ {
-		var idx assemblyIndex
-		rev := int64(0)
-		e, err := st.Get(ctx, k)
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal(e.Value, &idx); err != nil {
-				return err
-			}
-			rev = e.Revision
-		}
-		f(&idx)
-		raw, err := marshalNoEscape(idx)
-		if err != nil {
-			return err
-		}
-		_, err = st.Put(ctx, k, raw, rev)
-		if err == nil || !errors.Is(err, storage.ErrConflict) || attempt == 2 {
-			return err
-		}
-	}
 }
 
 // sameReport compares two reports, their times as instants.

@@ -14,7 +14,7 @@ import (
 // layers (4 anchored, 2 live) of a few hundred tokens each, a tool, and a
 // thread log of 200 items of user questions, tool round trips and
 // answers.
-func recordSession(b *testing.B, record bool, retention int) *core.Session {
+func recordSession(b *testing.B, record bool, retention, logItems int) *core.Session {
 	b.Helper()
 	ctx := context.Background()
 	var layers []core.AnyLayer
@@ -33,7 +33,7 @@ func recordSession(b *testing.B, record bool, retention int) *core.Session {
 			}}})
 	}
 	var history []core.Item
-	for i := 0; i < 200; i++ {
+	for i := 0; i < logItems; i++ {
 		switch i % 4 {
 		case 0:
 			history = append(history, core.UserMessage(fmt.Sprintf("question %d about the quarterly report and its figures", i)))
@@ -58,28 +58,35 @@ func recordSession(b *testing.B, record bool, retention int) *core.Session {
 	return s
 }
 
-// BenchmarkAssembleRecording measures one assembly of a 6-layer session
-// over 200 history items: without recording (off), with
-// Config.RecordAssemblies alone (last: the thread's last assembly, one
-// store write), and with AssemblyRetention 200 too (plan: the last
-// assembly and a per-turn record, sharing one encoding of the bands), in
-// a memory store.
+// BenchmarkAssembleRecording measures one turn (a user message appended,
+// the view assembled, the answer recorded) of a 6-layer session over a
+// log of 200 and 5,000 items: without recording (off), and with
+// Config.RecordAssemblies (plan: a record per assembly, the retention
+// bound's default of 200 records), in a memory store. The difference is
+// what recording costs; it should not grow with the log.
 func BenchmarkAssembleRecording(b *testing.B) {
-	for _, c := range []struct {
-		name      string
-		record    bool
-		retention int
-	}{{"off", false, 0}, {"last", true, 0}, {"plan", true, 200}} {
-		b.Run(c.name, func(b *testing.B) {
-			s := recordSession(b, c.record, c.retention)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := s.Assemble(ctx); err != nil {
-					b.Fatal(err)
+	for _, n := range []int{200, 5000} {
+		for _, c := range []struct {
+			name   string
+			record bool
+		}{{"off", false}, {"plan", true}} {
+			b.Run(fmt.Sprintf("log=%d/%s", n, c.name), func(b *testing.B) {
+				s := recordSession(b, c.record, 0, n)
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := s.Append(ctx, core.UserMessage(fmt.Sprintf("follow-up %d on the report", i))); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := s.Assemble(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Record(ctx, core.AssistantMessage("Noted.")); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

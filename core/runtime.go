@@ -140,9 +140,7 @@ type Runtime struct {
 	tools      []ToolSpec // provided functions and tools, sorted by name
 	layerIndex map[string]int
 	ownedStore bool
-	// recorders caches the encoded log items RecordAssemblies records.
-	recorders recorders
-	kinds     contentKinds
+	kinds      contentKinds
 }
 
 // route is where a call by name goes: a function of a layer (fn set;

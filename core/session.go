@@ -86,6 +86,7 @@ type Session struct {
 	// acts are the activations the item hooks asked for.
 	acts activations
 	asm  assemblyScratch
+	plan planRecorder // Config.RecordAssemblies
 	// events are the log indices of the runtime's events, in order, and
 	// loopAt the index of the model's first message or call (-1: none
 	// yet): kept as items are logged, so no assembly scans the log.

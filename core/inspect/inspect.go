@@ -50,6 +50,21 @@ func LastAssemblyKey(resource, thread string) storage.Key { return keys.LastAsse
 // threads were keyed by resource is found too, when the thread belongs to
 // that resource.
 func LastAssembly(ctx context.Context, st storage.Store, resource, thread string) (*AssemblyRecord, error) {
+	if p, err := LatestAssembly(ctx, st, resource, thread); err == nil {
+		rec := &AssemblyRecord{RunID: p.RunID, ThreadID: p.ThreadID, ResourceID: p.ResourceID, Turn: p.RunTurn,
+			PrefixHash: p.Hashes.Prefix, Usage: p.Usage}
+		for _, b := range p.Bands {
+			rec.Bands = append(rec.Bands, RecordedBand{Band: b.Band, Tokens: b.Tokens, Items: b.Items})
+		}
+		for _, t := range p.Tools {
+			rec.Tools = append(rec.Tools, t.Name)
+		}
+		return rec, nil
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	// A store written before every assembly was recorded keeps the last
+	// view alone.
 	e, err := st.Get(ctx, keys.LastAssembly(resource, thread))
 	if errors.Is(err, storage.ErrNotFound) && resource != "" {
 		if owner, ok, berr := keys.Owner(ctx, st, thread); berr == nil && ok && owner == resource {
@@ -135,6 +150,18 @@ func readPlan(ctx context.Context, st storage.Store, resource, thread string, tu
 	return &rec, nil
 }
 
+// readHydrated reads a record with its bands and tools.
+func readHydrated(ctx context.Context, st storage.Store, resource, thread string, turn int) (*Plan, error) {
+	rec, err := readPlan(ctx, st, resource, thread, turn)
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Hydrate(ctx, st); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
 // ListAssemblies lists the assembly records a thread of resource ("" for
 // a thread of no resource) keeps, oldest first. A thread without records
 // yields an error wrapping storage.ErrNotFound.
@@ -156,6 +183,11 @@ func ListAssemblies(ctx context.Context, st storage.Store, resource, thread stri
 		for _, b := range rec.Bands {
 			sum.Items += len(b.Items)
 		}
+		if rec.Stored != nil {
+			for _, b := range rec.Stored.Bands {
+				sum.Items += b.Count
+			}
+		}
 		if u := rec.Usage; u != nil {
 			sum.Tokens, sum.HistoryDropped = u.Total, u.HistoryDropped
 			if u.Epoch != nil {
@@ -172,7 +204,7 @@ func ListAssemblies(ctx context.Context, st storage.Store, resource, thread stri
 // thread's next record (nil when there is none yet). A turn not kept
 // yields an error wrapping storage.ErrNotFound.
 func ReadAssembly(ctx context.Context, st storage.Store, resource, thread string, turn int) (*Plan, error) {
-	rec, err := readPlan(ctx, st, resource, thread, turn)
+	rec, err := readHydrated(ctx, st, resource, thread, turn)
 	if err != nil {
 		return nil, fmt.Errorf("assembly %d of thread %q: %w", turn, thread, err)
 	}

@@ -57,8 +57,20 @@ func TestLastAssemblyReadsWhatTheRuntimeWrote(t *testing.T) {
 	if owner, ok, err := inspect.ThreadOwner(ctx, store, "t1"); err != nil || !ok || owner != "u1" {
 		t.Fatalf("owner %q %v %v", owner, ok, err)
 	}
-	if _, err := store.Get(ctx, inspect.LastAssemblyKey("u1", "t1")); err != nil {
+	// Every key the recording wrote is an assembly key, in the thread's
+	// scope.
+	ks, err := store.Keys(ctx, "thread", storage.ThreadScopeID("u1", "t1"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range ks {
+		if inspect.IsAssemblyKey(k) {
+			n++
+		}
+	}
+	if n < 3 { // index, record, log chunk (and parts)
+		t.Fatalf("%d assembly keys among %v", n, ks)
 	}
 	if _, err := store.Get(ctx, inspect.ThreadBindingKey("t1")); err != nil {
 		t.Fatal(err)

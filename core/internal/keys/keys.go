@@ -57,11 +57,22 @@ func Assembly(resource, thread string, turn int) storage.Key {
 
 // IsAssembly reports whether k is one of the runtime's recorded-assembly
 // keys: the last view, the index of plan records, a plan record, or a
-// chunk of recorded log items.
+// chunk of recorded log items, or a recorded part kept by its digest.
 func IsAssembly(k storage.Key) bool {
 	if k.Scope != scopeThread || k.Layer != "_strata" {
 		return false
 	}
 	return k.Name == "last_assembly" || k.Name == "assemblies" ||
-		strings.HasPrefix(k.Name, "assembly-") || strings.HasPrefix(k.Name, "assemblylog-")
+		strings.HasPrefix(k.Name, "assembly-") || strings.HasPrefix(k.Name, "assemblylog-") ||
+		strings.HasPrefix(k.Name, "assemblyblob-")
+}
+
+// LogChunk is the key of chunk c of the stored log of a run (by its tag).
+func LogChunk(resource, thread, run string, c int) storage.Key {
+	return storage.Key{Scope: scopeThread, ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: fmt.Sprintf("assemblylog-%s-%08d", run, c)}
+}
+
+// Blob is the key of a recorded part by its content digest.
+func Blob(resource, thread, digest string) storage.Key {
+	return storage.Key{Scope: scopeThread, ScopeID: storage.ThreadScopeID(resource, thread), Layer: "_strata", Name: "assemblyblob-" + digest}
 }
