@@ -144,10 +144,10 @@ type StoredLog struct {
 
 // StoredBand is one band of a record as stored.
 type StoredBand struct {
-	Band   string `json:"band"`
-	Tokens int    `json:"tokens"`
-	Count  int    `json:"count"`
-	Blob   string `json:"blob,omitempty"`
+	Band   string          `json:"band"`
+	Tokens int             `json:"tokens"`
+	Count  int             `json:"count"`
+	Blob   string          `json:"blob,omitempty"`
 	Items  json.RawMessage `json:"items,omitempty"`
 	// Inline are the history band's items that are not log items as they
 	// are, in band order (their positions are History.Inline).
