@@ -265,6 +265,34 @@
 // Policy.Summarize returns with its own tokenizer and asks once per
 // dropped range, reusing the answer when the same range is dropped again.
 //
+// # Long sessions
+//
+// Resident content (Session.Activate; kinds skills, memory, instructions,
+// environment, then Config.ContentKinds) is logged as a TypeContent event
+// and rendered on every assembly: content activated before the loop (before
+// the model's first message or call) in the anchor band, in kind order, so
+// it belongs to the head the session runs on; content activated mid-task as
+// a message in history where it was activated, after the outputs of the
+// calls open then, so that only its own tokens are billed and a call is
+// never separated from its output. When a compaction folds the point of
+// activation (or a history layer cuts before it) the content is mounted
+// again at the front of history, right after the summary. Layers activate
+// content from their item hook (ItemAppendParams.Activate), e.g.
+// layers/instructions' discovery of a directory's AGENTS.md after a read.
+//
+// Tail trimming (Config.TailTrim) is a relief valve: only when the view
+// nears the model's window are old tool outputs shown as a short
+// "[tool output cleared] ref=log:N" marker that keeps the call id; the
+// cleared range moves in steps of one horizon so the history's bytes stay
+// the same between steps. The runtime's recall_history tool (offered with
+// Compaction or TailTrim) reads folded or cleared items back by their log
+// index.
+//
+// Reminders (Config.Reminders; TodoReminder, DelegationReminder, and with
+// Compaction the runtime's pointer to the folded range and its thrashing
+// hint) are rendered at the very end of the view, as one message, from
+// state on every assembly: never logged, the same again on resume.
+//
 // # Usage report
 //
 // Every assembly returns a Usage (View.Usage, also Session.LastUsage):
@@ -273,10 +301,24 @@
 // churn rate and rebill tokens (what its changes would have cost, each
 // change re-billing the prefix behind it, had it not been pinned); per
 // epoch its id, age, anchor and update tokens and re-anchor reason; and
-// the diagnostics since the previous assembly. Config.Tracer sees it
-// (telemetry.Tracer.StartAssemble emits it as OpenTelemetry attributes); Config.RecordAssemblies
-// keeps each thread's last view in the store, which package core/inspect
-// reads back (memctl inspect).
+// the diagnostics since the previous assembly; the resident content and
+// reminders the view shows and the outputs it cleared. Config.Tracer sees
+// it (telemetry.Tracer.StartAssemble emits it as OpenTelemetry
+// attributes).
+//
+// # Plan records
+//
+// With Config.RecordAssemblies every assembly of a thread is recorded in
+// the store under the thread's turn number (an AssemblyRecord, at most
+// Config.AssemblyRetention per thread, 200 by default): the digests of the
+// stable prefix (system items and sorted tool schemas), the anchor band and
+// the dynamic rest; which log items history kept, cut, summarised or
+// cleared (with references to the cleared bodies); the compaction
+// boundary; the usage report; and the cache report of the call made with
+// it. Package core/inspect (memctl inspect --list, --turn N) reads a
+// record back and renders the view again byte for byte. A record costs
+// what changed since the previous one: the log is stored once, in chunks,
+// as it grows, and the bands that rarely change once per content.
 //
 // # Options
 //

@@ -88,15 +88,15 @@ type Config struct {
 	// The layers' provided functions (Layer.Functions) run under their
 	// layer's Store timeout instead.
 	ToolTimeout time.Duration
-	// RecordAssemblies keeps each thread's last assembled view (items by
-	// band and the usage report) in Store, for memctl inspect. Off by
-	// default: it costs one store write per assembly.
+	// RecordAssemblies records every assembly of a thread in Store
+	// (AssemblyRecord, by the thread's turn number: what the model was
+	// sent, re-rendered byte for byte by package core/inspect and memctl
+	// inspect --list / --turn N). Off by default: it writes to the store
+	// on every assembly (a few small writes whose size does not grow with
+	// the conversation; see BenchmarkAssembleRecording).
 	RecordAssemblies bool
-	// AssemblyRetention, with RecordAssemblies, also records every
-	// assembly of a thread (AssemblyRecord, by the thread's turn number,
-	// for memctl inspect --list and --turn), keeping at most this many
-	// per thread, the oldest dropped first; a negative value keeps them
-	// all. Zero records only the last assembly.
+	// AssemblyRetention bounds the records a thread keeps, the oldest
+	// dropped first: zero means 200, a negative value keeps them all.
 	AssemblyRetention int
 	// Tracer observes every assembly, e.g. to emit OpenTelemetry spans
 	// (package telemetry: Tracer: tr.StartAssemble). Nil traces nothing.
