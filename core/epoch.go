@@ -207,6 +207,9 @@ type CacheReport struct {
 	// Hosts read it back (LastCacheReport) to tell how long the provider's
 	// cache has been idle.
 	At time.Time
+	// Miss is the provider's account of a miss, when it gave one; nil
+	// otherwise (no diagnostics asked for, or no divergence found).
+	Miss *CacheMiss
 }
 
 // cacheFeedback is the runtime's reading of the provider's reports.
