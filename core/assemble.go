@@ -163,6 +163,11 @@ type Usage struct {
 	// Reminders names the reminders the view ends with (Config.Reminders
 	// and the runtime's own).
 	Reminders []string `json:",omitempty"`
+	// Miss attributes the cache miss the host reported (Session.ReportCache)
+	// for the call made with the previous view, nil when it hit or was
+	// not reported: what changed, the TTL, a prefix under the minimum or
+	// the provider's own eviction.
+	Miss *MissAttribution `json:",omitempty"`
 }
 
 // ResidentUsage is one resident content activation a view shows.
@@ -416,6 +421,8 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	s.mu.Lock()
 	usage.Diagnostics = append([]Diagnostic(nil), s.diagnostics[diagFrom:]...)
 	s.mu.Unlock()
+	usage.Miss, s.feedback.miss = s.feedback.miss, nil
+	s.signView(view)
 	s.last = usage
 	s.turn++
 	s.recordAssembly(ctx, view)
@@ -573,7 +580,7 @@ func (o layerOutput) fresh() []projector.Entry[Item] {
 // by then serves its previous output.
 func (s *Session) recallAll(ctx context.Context) []layerOutput {
 	outs := make([]layerOutput, len(s.insts))
-	in := recallInput{turn: s.turn, history: conversation(s.items), visible: conversation(s.items[min(s.visible, len(s.items)):])}
+	in := recallInput{turn: s.turn, history: s.conversationFrom(0), visible: s.conversationFrom(s.visible)}
 	// One deadline per distinct timeout: usually one timer for the phase.
 	type deadline struct {
 		ctx    context.Context

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"time"
 )
 
 // CacheConfig tunes prompt-cache anchoring. The zero value is anchoring on
@@ -34,6 +35,14 @@ type CacheConfig struct {
 	// The step never drops the newest message that fits (see
 	// projector.Policy.TruncateStep).
 	HistoryStep float64
+	// TTL is the provider's cache lifetime, for attributing a miss to its
+	// expiry (MissAttribution); zero means 5 minutes (Anthropic's default
+	// and OpenAI's usual retention).
+	TTL time.Duration
+	// MinPrefixTokens is the shortest prefix the provider caches, for
+	// attributing a miss to a prefix under it; zero means 1,024 (the
+	// minimum of Anthropic's Sonnet and Opus models and OpenAI's).
+	MinPrefixTokens int
 
 	// The thresholds of the anchoring heuristics. Hosts get the defaults
 	// (zero means the default); the tests set them to pin a behaviour.
@@ -103,6 +112,8 @@ func (c CacheConfig) maxAssemblies() int   { return cmp.Or(c.MaxEpochAssemblies,
 func (c CacheConfig) updateShare() float64 { return cmp.Or(c.maxUpdateShare, 0.5) }
 func (c CacheConfig) historyStep() float64 { return cmp.Or(c.HistoryStep, 0.25) }
 func (c CacheConfig) blindAfter() int      { return cmp.Or(c.blindReports, 3) }
+func (c CacheConfig) ttl() time.Duration   { return cmp.Or(c.TTL, 5*time.Minute) }
+func (c CacheConfig) minPrefix() int       { return cmp.Or(c.MinPrefixTokens, 1024) }
 
 // pressureLimit is the update size past which the epoch re-anchors.
 func (c CacheConfig) pressureLimit(anchorTokens int) float64 {

@@ -221,6 +221,10 @@ type cacheFeedback struct {
 	unreported  int // consecutive reports without figures
 	blind       bool
 	last        *CacheReport
+	// prevAt is when the previous reported request was sent; miss the
+	// attribution of the last first-round miss, for the next Usage.
+	prevAt time.Time
+	miss   *MissAttribution
 }
 
 // ReportCache feeds the provider's cache figures of the last model call
@@ -247,9 +251,29 @@ func (s *Session) ReportCache(r CacheReport) {
 	if !r.FirstRound {
 		return
 	}
+	missed := r.ReadTokens == 0 && r.WriteTokens+r.UncachedTokens > 0 && s.sigPrev.valid
+	var a MissAttribution
+	if missed {
+		a = s.attribute(r)
+		fb.miss = &a
+	}
+	if !r.At.IsZero() {
+		fb.prevAt = r.At
+	}
 	// The first request of an epoch writes its new prefix: a low read
 	// there is expected, not a lost cache.
 	if s.epoch.age <= 1 {
+		return
+	}
+	switch {
+	case missed && a.Cause == CauseBelowMinimum:
+		// Nothing was stored to lose: neither a reason to re-anchor nor
+		// evidence that the provider reports nothing useful.
+		return
+	case missed && a.Cause == CauseExpired:
+		// The cache timed out: re-anchor as for a known cold cache, not
+		// as for drifted bytes, and do not count it toward blindness.
+		fb.pendingCold = true
 		return
 	}
 	if r.ReadTokens == 0 && r.WriteTokens+r.UncachedTokens > 0 {

@@ -374,8 +374,10 @@ func TestBlindProvider(t *testing.T) {
 		t.Fatalf("a blind provider's miss was consulted: %+v", v.Usage.Epoch)
 	}
 
-	// Persistent misses make it blind as well.
-	s = start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)}})
+	// Persistent misses make it blind as well (of a prefix long enough to
+	// be cached: under the minimum a miss is no evidence of anything).
+	s = start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("a", 1, core.PlacementAnchor, src)},
+		Cache: core.CacheConfig{MinPrefixTokens: 1}})
 	reanchors := 0
 	for i := 0; i < 12; i++ {
 		v := turn(t, s, fmt.Sprint("q", i))

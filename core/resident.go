@@ -206,10 +206,29 @@ func (s *Session) noteItem() {
 	i := len(s.items) - 1
 	switch it := &s.items[i]; {
 	case isEvent(it.Type):
+		if s.conv == nil {
+			s.conv = slices.Clone(s.items[:i:i])
+		}
 		s.events = append(s.events, i)
+		return
+	case s.conv != nil:
+		s.conv = append(s.conv, *it)
+	}
+	switch it := &s.items[i]; {
 	case s.loopAt < 0 && (it.Type == TypeFunctionCall || it.Type == TypeMessage && it.Role == RoleAssistant):
 		s.loopAt = i
 	}
+}
+
+// conversationFrom is the log from index i without the runtime's events,
+// for the layers' hooks; it shares memory with the session's copy.
+func (s *Session) conversationFrom(i int) []Item {
+	i = min(i, len(s.items))
+	if s.conv == nil {
+		return s.items[i:]
+	}
+	before, _ := slices.BinarySearch(s.events, i)
+	return s.conv[i-before:]
 }
 
 // readResident reads the activations of the log: those before the model's

@@ -87,11 +87,17 @@ type Session struct {
 	acts activations
 	asm  assemblyScratch
 	plan planRecorder // Config.RecordAssemblies
+	// sigPrev and sigLast fingerprint the last two views, for attributing
+	// a cache miss (ReportCache).
+	sigPrev, sigLast viewSig
 	// events are the log indices of the runtime's events, in order, and
 	// loopAt the index of the model's first message or call (-1: none
 	// yet): kept as items are logged, so no assembly scans the log.
-	events  []int
-	loopAt  int
+	events []int
+	loopAt int
+	// conv is the log without its events, kept once the first event is
+	// logged (nil before: the log is its own conversation).
+	conv    []Item
 	verdict map[string]callVerdict
 	applied map[string]bool
 }
@@ -424,7 +430,7 @@ func (s *Session) Record(ctx context.Context, items ...Item) error {
 		if !deferCalls {
 			errs = append(errs, s.recordPlainCalls(ctx, k, newItems)...)
 		}
-		if err := inst.store(ctx, conversation(newItems), conversation(s.items)); err != nil {
+		if err := inst.store(ctx, conversation(newItems), s.conversationFrom(0)); err != nil {
 			errs = append(errs, err)
 		}
 	}
