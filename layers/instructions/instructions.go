@@ -232,7 +232,7 @@ func (l *loader) load(ctx context.Context) (State, error) {
 		if err := ctx.Err(); err != nil {
 			return State{}, err
 		}
-		text, err := l.read(root, name)
+		text, err := readText(root, l.root, name, l.max)
 		if err != nil {
 			return State{}, fmt.Errorf("instructions: load %q (root %q): %w", l.sources[i], l.root, err)
 		}
@@ -241,14 +241,18 @@ func (l *loader) load(ctx context.Context) (State, error) {
 	return st, nil
 }
 
-func (l *loader) read(root *os.Root, name string) (string, error) {
+// readText reads the text file name under root (whose path is rootPath,
+// for telling a link out of it), refusing special files, files over limit
+// bytes and anything but UTF-8 text. It is shared by the load-once layer
+// and discovery, so both hold files to the same rules.
+func readText(root *os.Root, rootPath, name string, limit int64) (string, error) {
 	// Refuse special files before opening them: opening a FIFO blocks
 	// until a writer comes, which hung init until its timeout and left the
 	// hook's goroutine stuck. The open itself does not block either
 	// (openFlags), should a FIFO be swapped in after the stat.
 	info, err := root.Stat(name)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && fsutil.Escapes(l.root, name) {
+		if !errors.Is(err, fs.ErrNotExist) && fsutil.Escapes(rootPath, name) {
 			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
 		}
 		return "", err
@@ -258,7 +262,7 @@ func (l *loader) read(root *os.Root, name string) (string, error) {
 	}
 	f, err := root.OpenFile(name, openFlags, 0)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && fsutil.Escapes(l.root, name) {
+		if !errors.Is(err, fs.ErrNotExist) && fsutil.Escapes(rootPath, name) {
 			return "", fmt.Errorf("%w: %v", ErrOutsideRoot, err)
 		}
 		return "", err
@@ -271,12 +275,12 @@ func (l *loader) read(root *os.Root, name string) (string, error) {
 	if !info.Mode().IsRegular() {
 		return "", fmt.Errorf("%w: %s is not a regular file", ErrNotText, info.Mode().Type())
 	}
-	raw, err := io.ReadAll(io.LimitReader(f, l.max+1))
+	raw, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return "", err
 	}
-	if int64(len(raw)) > l.max {
-		return "", fmt.Errorf("%w: over %d bytes", ErrFileTooLarge, l.max)
+	if int64(len(raw)) > limit {
+		return "", fmt.Errorf("%w: over %d bytes", ErrFileTooLarge, limit)
 	}
 	if !utf8.Valid(raw) || strings.IndexByte(string(raw), 0) >= 0 {
 		return "", fmt.Errorf("%w: not UTF-8 text", ErrNotText)
