@@ -91,6 +91,17 @@ func TestLongSession(t *testing.T) {
 				c.OverWindow, c.SummarizerCalls, c.Compactions)
 		}
 	}
+	if tt := a.Arm(cachebench.ArmTailTrim); tt != nil && tt.Series != nil {
+		if tt.OverWindow != 0 || tt.TrimmedViews == 0 || tt.Compactions != 0 {
+			t.Errorf("tail-trim: %d views over the window, %d views with cleared outputs, %d compactions; want none, some, none",
+				tt.OverWindow, tt.TrimmedViews, tt.Compactions)
+		}
+	}
+	for _, name := range []string{cachebench.ArmCompaction, cachebench.ArmCompactionTailTrim} {
+		if c := a.Arm(name); c != nil && c.SummarizerCalls != c.Compactions {
+			t.Errorf("%s: %d summarizer calls for %d compactions", name, c.SummarizerCalls, c.Compactions)
+		}
+	}
 	for _, ar := range a.Arms {
 		if ar.Arm.Pending != "" && ar.Series != nil {
 			t.Errorf("pending arm %s has figures", ar.Arm.Name)
