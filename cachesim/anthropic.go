@@ -74,6 +74,8 @@ type Anthropic struct {
 	mu   sync.Mutex
 	st   store
 	last time.Time
+	// lastTTL is the longest lifetime the previous request asked for.
+	lastTTL time.Duration
 	keys []Hash // scratch, reused across Sends under mu
 	cum  []int
 	bps  []int
@@ -187,6 +189,10 @@ func (a *Anthropic) Send(req Request) (Usage, error) {
 	u.ReadTokens = tokensBefore(readEnd)
 	covered := u.ReadTokens
 	minTokens := a.MinCacheableTokens(req.Model)
+	var miss MissReason
+	if readEnd < 0 {
+		miss = a.missReason(keys, cum, minTokens, at) // before this request's writes
+	}
 	for _, bp := range a.bps {
 		if bp <= readEnd || cum[bp] < minTokens {
 			continue
@@ -203,9 +209,32 @@ func (a *Anthropic) Send(req Request) (Usage, error) {
 	}
 	u.UncachedTokens = tokensBefore(len(req.Blocks)-1) - covered
 	a.prices.bill(&u)
+	u.Miss = miss
+	a.lastTTL = 0
+	for _, bp := range a.bps {
+		a.lastTTL = max(a.lastTTL, req.Blocks[bp].TTL.Duration())
+	}
 	a.last = at
 	a.st.sweep(at)
 	return u, nil
+}
+
+// missReason says why a request read nothing from the cache.
+func (a *Anthropic) missReason(keys []Hash, cum []int, minTokens int, at time.Time) MissReason {
+	switch {
+	case a.last.IsZero():
+		return MissFirst
+	case len(a.bps) == 0 || cum[a.bps[len(a.bps)-1]] < minTokens:
+		return MissBelowMinimum
+	case a.lastTTL > 0 && at.Sub(a.last) > a.lastTTL:
+		return MissExpired
+	}
+	for i := range keys {
+		if _, ok := a.st.alive(keys[i], at); ok {
+			return MissLookback // cached, but out of every breakpoint's reach
+		}
+	}
+	return MissChanged
 }
 
 // validate checks req and collects its breakpoints into a.bps.

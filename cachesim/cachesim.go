@@ -209,7 +209,31 @@ type Usage struct {
 	BaseEquivalent float64
 	// Cost is BaseEquivalent priced at InputPerMTok, in dollars.
 	Cost float64
+	// Miss says why a request read nothing from the cache ("" when it
+	// read something). The Anthropic simulator sets it.
+	Miss MissReason
 }
+
+// MissReason is why a request read nothing from the cache (Usage.Miss).
+type MissReason string
+
+// The simulator's miss reasons.
+const (
+	// MissFirst: the first request; nothing was cached before it.
+	MissFirst MissReason = "first"
+	// MissBelowMinimum: no breakpoint's prefix reaches the model's
+	// minimum cacheable length, so nothing is ever cached.
+	MissBelowMinimum MissReason = "below_minimum"
+	// MissExpired: everything the previous request cached outlived its
+	// TTL before this one.
+	MissExpired MissReason = "expired"
+	// MissLookback: a prefix of the request is cached, but no breakpoint
+	// reaches it within the lookback window.
+	MissLookback MissReason = "lookback"
+	// MissChanged: no prefix of the request is cached: its bytes differ
+	// from what was.
+	MissChanged MissReason = "changed"
+)
 
 // WriteTokens returns all tokens written to cache, both lifetimes
 // (Anthropic cache_creation_input_tokens).
