@@ -76,9 +76,9 @@ type Anthropic struct {
 	last time.Time
 	// lastTTL is the longest lifetime the previous request asked for.
 	lastTTL time.Duration
-	keys []Hash // scratch, reused across Sends under mu
-	cum  []int
-	bps  []int
+	keys    []Hash // scratch, reused across Sends under mu
+	cum     []int
+	bps     []int
 }
 
 var _ Simulator = (*Anthropic)(nil)
