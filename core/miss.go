@@ -57,6 +57,10 @@ const (
 	// provider caches (CacheConfig.MinPrefixTokens): nothing was lost,
 	// nothing had been stored.
 	CauseBelowMinimum MissCause = "below_minimum"
+	// CauseLookback: the prefix was cached, but the request added more
+	// items after its last cache breakpoint than the provider looks back
+	// over (Anthropic: 20 content blocks) to find it.
+	CauseLookback MissCause = "lookback"
 	// CauseEvicted: the prefix was the same bytes, within the lifetime and
 	// long enough: the provider dropped it on its own.
 	CauseEvicted MissCause = "evicted"
@@ -79,6 +83,10 @@ type MissAttribution struct {
 	// PrefixTokens is the cacheable prefix of the request that missed.
 	PrefixTokens int `json:",omitempty"`
 }
+
+// providerLookback is how many content blocks before a breakpoint
+// Anthropic searches for a cached prefix; items stand in for blocks.
+const providerLookback = 20
 
 // viewSig fingerprints an assembled view, band by band, for attributing
 // a miss of the request made with it to what changed since the previous.
@@ -165,6 +173,10 @@ func (s *Session) attribute(r CacheReport) MissAttribution {
 	}
 	if band, layer, ok := s.changedBand(); ok {
 		a.Cause, a.Band, a.Layer = CauseChanged, band, layer
+		return a
+	}
+	if s.sigPrev.valid && s.sigLast.histLen-s.sigPrev.histLen > providerLookback {
+		a.Cause = CauseLookback
 		return a
 	}
 	a.Cause = CauseEvicted
