@@ -168,6 +168,10 @@ type Usage struct {
 	// not reported: what changed, the TTL, a prefix under the minimum or
 	// the provider's own eviction.
 	Miss *MissAttribution `json:",omitempty"`
+	// Cost is what the provider billed for the input of the call made with
+	// the previous view, by band (Session.ReportCache, CacheConfig.Prices);
+	// nil when the host reported no figures.
+	Cost *RequestCost `json:",omitempty"`
 }
 
 // ResidentUsage is one resident content activation a view shows.
@@ -422,6 +426,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	usage.Diagnostics = append([]Diagnostic(nil), s.diagnostics[diagFrom:]...)
 	s.mu.Unlock()
 	usage.Miss, s.feedback.miss = s.feedback.miss, nil
+	usage.Cost, s.feedback.cost = s.feedback.cost, nil
 	s.signView(view)
 	s.last = usage
 	s.turn++

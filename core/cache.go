@@ -43,6 +43,9 @@ type CacheConfig struct {
 	// attributing a miss to a prefix under it; zero means 1,024 (the
 	// minimum of Anthropic's Sonnet and Opus models and OpenAI's).
 	MinPrefixTokens int
+	// Prices bill each reported request by band (Usage.Cost); the zero
+	// value is Anthropic's Sonnet list price.
+	Prices Prices
 
 	// The thresholds of the anchoring heuristics. Hosts get the defaults
 	// (zero means the default); the tests set them to pin a behaviour.

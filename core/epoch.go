@@ -225,6 +225,7 @@ type cacheFeedback struct {
 	// attribution of the last first-round miss, for the next Usage.
 	prevAt time.Time
 	miss   *MissAttribution
+	cost   *RequestCost
 }
 
 // ReportCache feeds the provider's cache figures of the last model call
@@ -248,6 +249,9 @@ func (s *Session) ReportCache(r CacheReport) {
 		return
 	}
 	fb.unreported = 0
+	if s.last != nil {
+		fb.cost = costOf(s.rt.cfg.Cache.Prices, s.last.BandTokens, r)
+	}
 	if !r.FirstRound {
 		return
 	}

@@ -93,3 +93,33 @@ func TestMissAttribution(t *testing.T) {
 		}
 	})
 }
+
+// The cost of a reported call is split by band, reads from the front; its
+// total is exactly the report's at the price table's rates.
+func TestRequestCostByBand(t *testing.T) {
+	long := strings.Repeat("a fact worth keeping in the pinned block. ", 200)
+	s := start(t, core.Config{Layers: []core.AnyLayer{scriptedLayer("plan", 1, core.PlacementAnchor, &scripted{long})},
+		Cache: core.CacheConfig{Prices: core.Prices{Currency: "EUR", InputPerMTok: 2, ReadMult: 0.1, WriteMult: 2}}})
+	v := turn(t, s, "q0")
+	total := v.Usage.Total
+	s.ReportCache(core.CacheReport{Reported: true, ReadTokens: 1000, WriteTokens: 200, UncachedTokens: total - 1200 + 300, FirstRound: true})
+	next := turn(t, s, "q1")
+	c := next.Usage.Cost
+	if c == nil || c.Currency != "EUR" {
+		t.Fatalf("cost %+v", c)
+	}
+	want := (1000*0.1 + 200*2 + float64(total-1200+300)) * 2 / 1e6
+	sum := 0.0
+	for _, b := range c.Bands {
+		sum += b
+	}
+	if d := c.Total - want; d > 1e-12 || d < -1e-12 || sum-c.Total > 1e-12 || c.Total-sum > 1e-12 {
+		t.Fatalf("total %g, bands sum %g, want %g", c.Total, sum, want)
+	}
+	// The system band (with the 300 tokens of tools and framing) and the
+	// anchor are read first: the system band costs read prices only.
+	sys := float64(v.Usage.BandTokens[core.BandSystem]+300) * 0.1 * 2 / 1e6
+	if d := c.Bands[core.BandSystem] - sys; d > 1e-12 || d < -1e-12 {
+		t.Fatalf("system band %g, want %g", c.Bands[core.BandSystem], sys)
+	}
+}
