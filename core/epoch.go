@@ -229,8 +229,13 @@ type cacheFeedback struct {
 }
 
 // ReportCache feeds the provider's cache figures of the last model call
-// back to the runtime. A first-round miss re-anchors the next assembly
-// (the cache is lost anyway, so fresh pins cost nothing). A provider that
+// back to the runtime. Every first-round miss is attributed to its cause
+// (Usage.Miss of the next assembly). A miss the runtime cannot explain
+// (the same bytes, within the TTL: an eviction) re-anchors the next
+// assembly (the cache is lost anyway, so fresh pins cost nothing); an
+// expiry, a history the runtime cut or folded itself, and a prefix under
+// the provider's minimum do not (the request that missed already wrote
+// the prefix again, or nothing is cached at all). A provider that
 // reports no figures three times in a row, or misses that many first
 // rounds in a row, is marked blind and no longer consulted; epoch age and
 // update pressure still bound the epoch.
@@ -274,10 +279,12 @@ func (s *Session) ReportCache(r CacheReport) {
 		// Nothing was stored to lose: neither a reason to re-anchor nor
 		// evidence that the provider reports nothing useful.
 		return
-	case missed && a.Cause == CauseExpired:
-		// The cache timed out: re-anchor as for a known cold cache, not
-		// as for drifted bytes, and do not count it toward blindness.
-		fb.pendingCold = true
+	case missed && (a.Cause == CauseExpired || a.Cause == CauseChanged && a.Band >= BandHistory):
+		// An expiry is not a drifted byte, and a history the runtime cut,
+		// folded or trimmed itself is an expected miss: either way the
+		// request that missed wrote the prefix again, so re-anchoring now
+		// would write it a second time. Neither counts toward blindness.
+		fb.misses = 0
 		return
 	}
 	if r.ReadTokens == 0 && r.WriteTokens+r.UncachedTokens > 0 {

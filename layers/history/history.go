@@ -4,17 +4,43 @@
 //
 // A window that slides by one message per turn moves the front of the
 // history every turn, so the provider re-bills all of it every turn: the
-// cache breaks at the first changed byte. This layer caps by item
-// count and by tokens with a high and a low watermark: once the history
-// grows past the cap it cuts back to the low watermark in one step, then
-// holds that front still while the history grows back to the cap. The
+// cache breaks at the first changed byte. This layer caps by item count
+// and by tokens (MaxItems, MaxTokens: hard limits, never exceeded except
+// to keep the newest item) and holds the front still between cuts. The
 // front is a pure function of the log (no state), so the same log always
 // gives the same view.
 //
-// A function call is never separated from its output, parallel calls
-// included: the front moves past a call block it would split, or back to
-// its first call when moving past would drop the newest item. The newest
-// item (with the call it answers) is always shown.
+// # Cut by cost (the default)
+//
+// With no explicit cut rule (LowWatermark zero), when and how far to cut
+// is chosen from the provider's price model (package pricing): a cut
+// rewrites everything after it at the write price, and history carried
+// unchanged costs its tokens at the read price on every request. The
+// history is cut only when the next item would break a hard limit, and
+// then back to the point that bills least per request over the cycle
+// until the next forced cut: the cut's rewrite plus the cycle's reads,
+// over the requests the cycle lasts (estimated from the log: how many
+// tokens and items each request has added so far). Two rules bound it:
+// it never keeps less than MinShare of the cap (half by default, as much
+// history as the watermark rule keeps), and it never leaves the cacheable
+// prefix (PrefixTokens plus the history kept) under the model's minimum
+// cacheable length when keeping more fits the limits: a prefix under the
+// minimum is not cached at all, so every request until history grows back
+// would be billed in full.
+//
+// Read [CostModel] for the arithmetic. The model, the price table and the
+// cache lifetime are Options; the tokens ahead of history are the host's
+// to give (PrefixTokens), since the layer sees only the history.
+//
+// # Cut by watermark
+//
+// With LowWatermark set, the history is cut back to that share of the cap
+// in one step on a fixed grid, then held still while it grows back.
+//
+// In both modes a function call is never separated from its output,
+// parallel calls included: the front moves past a call block it would
+// split, or back to its first call when moving past would drop the newest
+// item. The newest item (with the call it answers) is always shown.
 package history
 
 import (
@@ -23,6 +49,7 @@ import (
 	"iter"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/pricing"
 )
 
 // Options configure the cap. At least one of MaxItems and MaxTokens must
@@ -34,9 +61,29 @@ type Options struct {
 	MaxItems int
 	// MaxTokens caps the tokens of the history shown. Zero: no token cap.
 	MaxTokens int
-	// LowWatermark is the share of the cap the history is cut back to
-	// when it overflows. Zero means 0.5; it must be in (0, 1).
+	// LowWatermark, when set, is the explicit cut rule: the share of the
+	// cap the history is cut back to, on a fixed grid, when it overflows;
+	// it must be in (0, 1). Zero cuts by cost (see the package doc).
 	LowWatermark float64
+
+	// The cost policy's inputs; ignored with LowWatermark set.
+
+	// Model is the model id the requests go to, priced by Pricing; empty
+	// means the fallback Anthropic model (Sonnet class, 1,024-token
+	// minimum).
+	Model string
+	// Pricing is the price table; the zero value is pricing.Default.
+	Pricing pricing.Table
+	// TTL is the cache lifetime the host asks for; it prices the writes.
+	TTL pricing.TTL
+	// PrefixTokens is what precedes history in the cached prefix: tool
+	// schemas, system prompt and anchor band. Zero counts history alone
+	// against the minimum, which keeps more history than needed when the
+	// prefix is long, never less.
+	PrefixTokens int
+	// MinShare is the least share of the cap a cut keeps, of each cap
+	// set. Zero means 0.5; it must be in (0, 1).
+	MinShare float64
 }
 
 // Layer returns the history layer. Its only hook is projectHistory; it
@@ -54,11 +101,14 @@ func Layer(opts Options) (core.Layer[struct{}], error) {
 	if opts.MaxItems == 0 && opts.MaxTokens == 0 {
 		return core.Layer[struct{}]{}, &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: "MaxItems", Reason: "set MaxItems or MaxTokens"}
 	}
-	if opts.LowWatermark == 0 {
-		opts.LowWatermark = 0.5
-	}
-	if !(opts.LowWatermark > 0 && opts.LowWatermark < 1) {
+	if opts.LowWatermark != 0 && !(opts.LowWatermark > 0 && opts.LowWatermark < 1) {
 		return core.Layer[struct{}]{}, &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: "LowWatermark", Reason: fmt.Sprintf("must be in (0,1), got %v", opts.LowWatermark)}
+	}
+	if opts.MinShare != 0 && !(opts.MinShare > 0 && opts.MinShare < 1) {
+		return core.Layer[struct{}]{}, &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: "MinShare", Reason: fmt.Sprintf("must be in (0,1), got %v", opts.MinShare)}
+	}
+	if opts.PrefixTokens < 0 {
+		return core.Layer[struct{}]{}, &core.ConfigError{Code: core.CodeInvalidLayer, Layer: opts.ID, Field: "PrefixTokens", Reason: "negative"}
 	}
 	return core.Layer[struct{}]{
 		ID: opts.ID, Name: "History cap", Scope: core.ScopeExecution, Budget: core.Fixed(0),
@@ -79,10 +129,13 @@ func Layer(opts Options) (core.Layer[struct{}], error) {
 // front on call B would send out A alone, which providers reject. The
 // front then moves past the whole call block, or, when that would pass the
 // newest item, back to the block's first call.
+//
+// With LowWatermark zero the front is chosen by cost (see the package doc
+// and CostModel); the two rules above hold there too.
 func Front(history []core.Item, tokensOf func(int) int, opts Options) int {
 	low := opts.LowWatermark
 	if low == 0 {
-		low = 0.5
+		return costFront(history, tokensOf, opts)
 	}
 	start, exact := 0, 0
 	if opts.MaxItems > 0 {

@@ -102,7 +102,7 @@ func TestOptionsErrors(t *testing.T) {
 func TestFrontKeepsTheNewestItem(t *testing.T) {
 	log := []core.Item{core.UserMessage("a"), core.AssistantMessage("b"), core.UserMessage("big")}
 	toks := []int{2000, 1900, 5000}
-	front := history.Front(log, func(i int) int { return toks[i] }, history.Options{MaxTokens: 8000})
+	front := history.Front(log, func(i int) int { return toks[i] }, history.Options{MaxTokens: 8000, LowWatermark: 0.5})
 	// The grid point lies past the newest item, so the unrounded cut
 	// stands: 1900+5000 fit under 8000.
 	if front != 1 {
@@ -111,13 +111,13 @@ func TestFrontKeepsTheNewestItem(t *testing.T) {
 	// The newest item is never cut, even when it alone exceeds the cap:
 	// a view without the message being answered is useless.
 	toks = []int{2000, 1900, 9000}
-	if front := history.Front(log, func(i int) int { return toks[i] }, history.Options{MaxTokens: 8000}); front != 2 {
+	if front := history.Front(log, func(i int) int { return toks[i] }, history.Options{MaxTokens: 8000, LowWatermark: 0.5}); front != 2 {
 		t.Fatalf("oversized newest: front = %d, want 2", front)
 	}
 	// When the newest item is an output, the call it answers stays too.
 	log = []core.Item{core.UserMessage("a"), core.AssistantMessage("b"), core.FunctionCall("c", "f", "{}"), core.FunctionCallOutput("c", "big")}
 	toks = []int{2000, 1900, 100, 5000}
-	if front := history.Front(log, func(i int) int { return toks[i] }, history.Options{MaxTokens: 8000}); front != 1 {
+	if front := history.Front(log, func(i int) int { return toks[i] }, history.Options{MaxTokens: 8000, LowWatermark: 0.5}); front != 1 {
 		t.Fatalf("newest output: front = %d, want 1 (the unrounded cut keeps it and its call)", front)
 	}
 }

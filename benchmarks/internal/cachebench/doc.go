@@ -51,6 +51,20 @@
 // exists, compaction plus tail trimming. [ReportOptions].LongSession adds
 // its section to the report.
 //
+// The small-context workload ([SmallContextWorkload]) is a personal
+// assistant whose tools and system prompt sit just under Anthropic's
+// 1,024-token minimum, with a window of the last 20 messages: there the
+// history policy decides the bill. It runs the window as configured before
+// ([AnchoredWindow20], 28, 40 items, and sliding) beside layers/history's
+// cost rule ([AnchoredWindowCost]) and [WindowOptimum], the offline optimum
+// of the same window: dynamic programming over the history front of every
+// request, billed with package pricing's rules for the recorded layout
+// ([WindowModelBill] applies the same arithmetic to a strategy's own fronts
+// and reproduces the simulator's bill). On the workloads whose user pauses,
+// [AnchoredTTLLong] and [AnchoredTTLCost] compare the 5-minute cache with
+// the extended lifetime, always or chosen per burst by
+// pricing.Model.BestTTL.
+//
 // [WriteMarkdown] and [WriteSVG] turn results into the report and the plot
 // of cumulative billed input; [Targets] checks the targets. The
 // command benchmarks/cmd/cachebench writes them to benchmarks/results

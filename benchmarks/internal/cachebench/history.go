@@ -12,10 +12,12 @@ import (
 func historyCapAvailable() bool { return true }
 
 // historyCapLayer is layers/history capped at maxTokens with its default
-// low watermark: once history passes the cap it is cut back to the
-// watermark in one step and its front then holds still until the next cut.
-func historyCapLayer(maxTokens int) (core.AnyLayer, error) {
-	l, err := history.Layer(history.Options{MaxTokens: maxTokens})
+// cut rule, by cost: once history would pass the cap it is cut back to the
+// point that bills least for provider p's model (never under half the cap,
+// never leaving the prefix under the model's minimum), and its front then
+// holds still until the next cut. prefix is the tokens ahead of history.
+func historyCapLayer(maxTokens int, p Provider, prefix int) (core.AnyLayer, error) {
+	l, err := history.Layer(history.Options{MaxTokens: maxTokens, Model: p.Model(), PrefixTokens: prefix})
 	if err != nil {
 		return nil, fmt.Errorf("cachebench: history cap: %w", err)
 	}

@@ -65,6 +65,9 @@ func Targets(results []*Result) []Target {
 			}
 		}
 	}
+	for _, r := range results {
+		out = append(out, windowTargets(r)...)
+	}
 	return out
 }
 
@@ -133,9 +136,22 @@ Strategies:
 - **anchored+trailing-updates**: anchored with CacheConfig.TrailingUpdates, the textbook arrangement:
   one context-updates message after the live band restating every drifted anchor on every request of an epoch
   (re-sent uncached each time). Shown for comparison, not a target.
-- **anchored+history-cap**: anchored plus layers/history's watermark cap, on the workloads with a token budget. The cap is
-  what the budget leaves after the system prompt and twice the layers' calibrated size; past it, history is cut back to
-  half the cap in one step and its front then holds still, so the history cache breaks once per cut, not every turn.
+- **anchored+history-cap**: anchored plus layers/history's token cap with its default cut rule, by cost, on the workloads
+  with a token budget. The cap is what the budget leaves after the system prompt and twice the layers' calibrated size. When
+  the next item would pass it, history is cut back to the point that bills least per request over the cycle until the
+  next forced cut, from the provider's prices (package pricing: read and write multipliers, minimum cacheable prefix),
+  never below half the cap and never leaving the prefix under the minimum; its front then holds still, so the history
+  cache breaks once per cut, not every turn.
+- **anchored+window-20 / -28 / -40** (workloads with a history window): anchored plus layers/history MaxItems 20, 28 and 40
+  with the watermark rule (LowWatermark 0.5: cut back to half in one step), the window as configured before the cost rule;
+  **anchored+window-20-sliding**: the same 20 items cut one at a time (a sliding window); **anchored+window-20-cost**:
+  MaxItems 20 with the cost rule (layers/history's default) given the model and the tokens ahead of history, and the host
+  telling the runtime when its cut will rewrite the whole prompt (Session.ExpectColdCache), so the epoch re-anchors on the
+  cut instead of on the request after it; **window-20-dp-optimum**: the offline optimum of the 20-item window (dynamic
+  programming over the cut points, see the workload's section).
+- **anchored+ttl-long / anchored+ttl-by-cost** (workloads with pauses): anchored with the extended cache lifetime on every
+  request (Anthropic 1-hour breakpoints, OpenAI 24-hour retention), and with the lifetime chosen per burst by
+  pricing.Model.BestTTL from the pause the host expects after it.
 - **single-band**: core.CacheConfig{Disabled: true}: every layer renders fresh before history, and the view asks for no
   breakpoints, so Anthropic caches nothing: the baseline of a layout that never holds its prefix still.
 - **single-band+bp**: the same view with breakpoints after the system message and at the end of history, as a framework
@@ -169,6 +185,9 @@ func writeTargets(b *strings.Builder, results []*Result) {
 	b.WriteString("## Targets\n\n")
 	fmt.Fprintf(b, "Anchored reaches at least %.0f%% of the optimum's hit ratio on every workload; on %s it bills at least %.0fx fewer base-token equivalents than single band.\n\n",
 		TargetHitShare*100, TargetBillWorkload, TargetBillFactor)
+	fmt.Fprintf(b, "On %s the cost rule's %d-item window (%s) bills at most %.1fx its dynamic-programming optimum (the optimum's bill over its own at least %.3f), "+
+		"reaches a hit ratio of %.2f, and bills at least %.0fx less than a sliding window of the same size.\n\n",
+		SmallContextWorkload, SmallWindow, AnchoredWindowCost, 1/TargetWindowOptimumShare, TargetWindowOptimumShare, TargetWindowHit, TargetWindowVsSliding)
 	b.WriteString("| workload | provider | strategy | measure | target | measured | status |\n|---|---|---|---|---:|---:|---|\n")
 	for _, t := range ts {
 		status := "met"
@@ -195,7 +214,7 @@ func writeWorkload(b *strings.Builder, r *Result) {
 	if r.TokenBudget > 0 {
 		fmt.Fprintf(b, ", Policy.TokenBudget %d (ResponseReserve %d)", r.TokenBudget, responseReserve)
 		if r.HistoryCap > 0 && anySeries([]*Result{r}, AnchoredHistoryCap) {
-			fmt.Fprintf(b, "; anchored+history-cap caps history at %d tokens (history.Options.MaxTokens, default low watermark 0.5)", r.HistoryCap)
+			fmt.Fprintf(b, "; anchored+history-cap caps history at %d tokens (history.Options.MaxTokens, cut by cost, PrefixTokens %d)", r.HistoryCap, r.WindowPrefix)
 		}
 	}
 	b.WriteString(".\n\n")
@@ -228,6 +247,8 @@ func writeWorkload(b *strings.Builder, r *Result) {
 		}
 		b.WriteString("\n")
 	}
+	writeWindows(b, r)
+	writeTTL(b, r)
 	writeOverflow(b, r)
 	writeLosses(b, r)
 	writeMisses(b, r)
@@ -248,7 +269,8 @@ func hitShare(s, opt *Series) string {
 func writeMisses(b *strings.Builder, r *Result) {
 	var lines []string
 	for _, t := range Targets([]*Result{r}) {
-		if t.Met {
+		if t.Met || t.Strategy == AnchoredWindowCost {
+			// The window targets are explained with the window table.
 			continue
 		}
 		a, opt, single := r.Get(t.Strategy, t.Provider), r.Get(Optimum, t.Provider), r.Get(SingleBand, t.Provider)

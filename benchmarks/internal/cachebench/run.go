@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratamem/strata/cachesim"
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/pricing"
 	"github.com/stratamem/strata/tokens"
 	"github.com/stratamem/strata/tokens/tiktoken"
 )
@@ -70,13 +71,16 @@ const (
 
 // AllStrategies lists the strategies in report order.
 func AllStrategies() []Strategy {
-	return []Strategy{Anchored, AnchoredHistoryCap, AnchoredSliding, AnchoredTrailing, SingleBand, SingleBandBreakpoints, AllInSystem, Optimum}
+	return []Strategy{Anchored, AnchoredHistoryCap, AnchoredSliding, AnchoredTrailing,
+		AnchoredWindow20, AnchoredWindow28, AnchoredWindow40, AnchoredWindowSliding, AnchoredWindowCost,
+		AnchoredTTLLong, AnchoredTTLCost,
+		SingleBand, SingleBandBreakpoints, AllInSystem, Optimum, WindowOptimum}
 }
 
 // anchored reports whether s runs strata's anchoring (and so takes the
 // provider's cache reports and the view's breakpoints).
 func anchored(s Strategy) bool {
-	return s == Anchored || s == AnchoredHistoryCap || s == AnchoredSliding || s == AnchoredTrailing
+	return s == Anchored || s == AnchoredHistoryCap || s == AnchoredSliding || s == AnchoredTrailing || isWindow(s) || isTTL(s)
 }
 
 // AllProviders lists the providers in report order.
@@ -190,6 +194,14 @@ type Series struct {
 	BandTokens [6]int
 	// Log holds each request's figures in order (not for Optimum).
 	Log []RequestLog
+
+	// LongTTLRequests counts the requests sent with the extended cache
+	// lifetime (the cache-lifetime strategies).
+	LongTTLRequests int
+
+	// trace is the per-request layout of a history-window run, for the
+	// dynamic-programming optimum (see dp.go).
+	trace *layoutTrace
 }
 
 // RequestLog is what one request of a series did: the per-request record
@@ -270,6 +282,10 @@ type Result struct {
 	// TokenBudget is the calibrated Policy.TokenBudget, 0 without one;
 	// HistoryCap is the history layer's MaxTokens in AnchoredHistoryCap.
 	TokenBudget, HistoryCap int
+	// WindowPrefix is the tokens ahead of history (tools, system, anchor
+	// band) on the first request, which the cost rule of the history layer
+	// is given; 0 when no strategy needs it.
+	WindowPrefix int
 	// ContentTokens is the mean size of a request's content: tools, system,
 	// fresh layer output and the history shown (the optimum's request).
 	ContentTokens float64
@@ -355,11 +371,23 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 	sc := w.build(w.Seed, turns)
 	res := &Result{Workload: w, Turns: turns}
 	var bud budget
+	if w.HistoryWindow > 0 || slices.Contains(strategies, AnchoredHistoryCap) {
+		// The tokens ahead of history, which the cost rule of the history
+		// layer weighs against the minimum cacheable prefix.
+		p, err := prefixTokens(ctx, sc, tok)
+		if err != nil {
+			return nil, err
+		}
+		bud.prefix = p
+		res.WindowPrefix = p
+	}
 	if w.OverflowTurn > 0 {
 		var err error
+		prefix := bud.prefix
 		if bud, err = calibrate(ctx, sc, tok, w.OverflowTurn*turns/w.Turns); err != nil {
 			return nil, err
 		}
+		bud.prefix = prefix
 		if bud.policy != nil {
 			res.TokenBudget, res.HistoryCap = bud.policy.TokenBudget, bud.historyCap
 		}
@@ -376,10 +404,19 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 			// Without a budget history never overflows: nothing to cap.
 			continue
 		}
+		if isWindow(s) && w.HistoryWindow == 0 || isTTL(s) && !w.Pauses {
+			continue
+		}
 		for _, p := range providers {
 			sk, err := newSink(s, p)
 			if err != nil {
 				return nil, err
+			}
+			if isWindow(s) {
+				sk.series.trace = &layoutTrace{}
+			}
+			if isTTL(s) {
+				sk.ttl = ttlPolicy(s, p, sc)
 			}
 			n, err := replay(ctx, sc, tok, bud, s, []*sink{sk}, nil, &opts, res)
 			if err != nil {
@@ -417,7 +454,15 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 			}
 		}
 	}
+	if w.HistoryWindow > 0 && slices.Contains(strategies, WindowOptimum) {
+		for _, p := range providers {
+			if ref := res.Get(AnchoredWindowCost, p); ref != nil && ref.trace != nil {
+				res.Series = append(res.Series, windowOptimum(ref, p, w.HistoryWindow))
+			}
+		}
+	}
 	if len(sinks) == 0 && !slices.Contains(strategies, Optimum) {
+		sortSeries(res)
 		return res, nil
 	}
 	opt := make([]*Series, len(providers))
@@ -435,13 +480,18 @@ func Run(ctx context.Context, w Workload, opts Options) (*Result, error) {
 	if slices.Contains(strategies, Optimum) {
 		res.Series = append(res.Series, opt...)
 	}
+	sortSeries(res)
+	return res, nil
+}
+
+// sortSeries puts res.Series in report order: provider, then strategy.
+func sortSeries(res *Result) {
 	slices.SortStableFunc(res.Series, func(a, b *Series) int {
 		if a.Provider != b.Provider {
 			return slices.Index(AllProviders(), a.Provider) - slices.Index(AllProviders(), b.Provider)
 		}
 		return slices.Index(AllStrategies(), a.Strategy) - slices.Index(AllStrategies(), b.Strategy)
 	})
-	return res, nil
 }
 
 // sink is one strategy on one provider's simulator.
@@ -456,6 +506,21 @@ type sink struct {
 	// the blocks of a run are shared from its blockMemo, so the same
 	// history item is hashed once, not on every request that carries it.
 	hashes map[*byte]cachesim.Hash
+	// ttl, when set, chooses the lifetime of each request's breakpoints
+	// (the cache-lifetime strategies); nil is the default 5 minutes.
+	ttl func(req *Request) cachesim.TTL
+	// lastTTL is the lifetime the last request asked for.
+	lastTTL cachesim.TTL
+}
+
+// lifetime is how long the sink's cache outlives its last request: what a
+// host compares the idle time with before telling the runtime the cache
+// is lost.
+func (sk *sink) lifetime() time.Duration {
+	if isTTL(sk.strategy) && sk.provider == OpenAI {
+		return pricing.TTL24h.Duration()
+	}
+	return sk.lastTTL.Duration()
 }
 
 func newSink(s Strategy, p Provider) (*sink, error) {
@@ -467,7 +532,14 @@ func newSink(s Strategy, p Provider) (*sink, error) {
 		sk.sim, err = cachesim.NewAnthropic(cachesim.AnthropicOptions{})
 	case OpenAI:
 		sk.model = OpenAIModel
-		sk.sim, err = cachesim.NewOpenAI(cachesim.OpenAIOptions{})
+		var o cachesim.OpenAIOptions
+		if isTTL(s) {
+			// OpenAI's extended retention has no write premium, so the
+			// cost rule always asks for it: both lifetime strategies
+			// keep prefixes 24 hours.
+			o.TTL = pricing.TTL24h.Duration()
+		}
+		sk.sim, err = cachesim.NewOpenAI(o)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cachebench: simulator: %w", err)
@@ -477,13 +549,20 @@ func newSink(s Strategy, p Provider) (*sink, error) {
 
 // newRuntime builds the runtime of one run over a fresh world. The
 // returned func releases the real layers' stores; it is never nil.
-func newRuntime(ctx context.Context, sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strategy, cache core.CacheConfig) (*core.Runtime, func(), error) {
+func newRuntime(ctx context.Context, sc *script, w *world, tok tokens.Tokenizer, bud budget, s Strategy, p Provider, cache core.CacheConfig) (*core.Runtime, func(), error) {
 	layers, release, err := buildLayers(ctx, sc.layers, w)
 	if err != nil {
 		return nil, release, err
 	}
 	if s == AnchoredHistoryCap {
-		l, err := historyCapLayer(bud.historyCap)
+		l, err := historyCapLayer(bud.historyCap, p, bud.prefix)
+		if err != nil {
+			return nil, release, err
+		}
+		layers = append(layers, l)
+	}
+	if isWindow(s) {
+		l, err := windowLayer(s, SmallWindow, p, bud.prefix)
 		if err != nil {
 			return nil, release, err
 		}
@@ -519,6 +598,10 @@ type budget struct {
 	policy *core.Policy
 	// historyCap is the history layer's MaxTokens for AnchoredHistoryCap.
 	historyCap int
+	// prefix is the tokens ahead of history (tools, system, anchor band)
+	// on the run's first request: what the history layer's cost rule
+	// counts toward the minimum cacheable prefix.
+	prefix int
 	// configure, when set, edits the runtime's configuration after the
 	// policy and layers are in (the long-session arms).
 	configure func(*core.Config)
@@ -599,7 +682,11 @@ func (m *blockMemo) tools(specs []core.ToolSpec) ([]Block, error) {
 func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s Strategy,
 	sinks []*sink, opt []*Series, opts *Options, res *Result, probe ...func(turn, round int, v *core.View)) (int, error) {
 	w := sc.world.clone()
-	rt, release, err := newRuntime(ctx, sc, w, tok, bud, s, opts.Cache)
+	provider := Anthropic
+	if len(sinks) == 1 {
+		provider = sinks[0].provider
+	}
+	rt, release, err := newRuntime(ctx, sc, w, tok, bud, s, provider, opts.Cache)
 	defer release()
 	if err != nil {
 		return 0, err
@@ -624,8 +711,18 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 	contentSum := 0.0
 	now := sc.start
 	n := 0
+	var logToks []int // each logged item's tokens (the window optimum)
+	hint := newCutHint(s, provider, bud.prefix)
+	prevPrefix := 0 // tokens through the anchor band of the previous view
+	noteLog := func(items []core.Item) {
+		for _, it := range items {
+			logToks = append(logToks, rt.CountItems([]core.Item{it}))
+		}
+		hint.note(items, func(it core.Item) int { return rt.CountItems([]core.Item{it}) })
+	}
 	appendItems := func(items ...core.Item) error {
 		appended += rt.CountItems(items)
+		noteLog(items)
 		return sess.Append(ctx, items...)
 	}
 	loc := sc.loc
@@ -649,9 +746,12 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				// As agent.Agent does by default: a turn that starts
 				// after the cache lifetime tells the runtime the cache
 				// is already lost.
-				if last, ok := sess.LastCacheReport(); ok && now.Sub(last.At) > CacheLifetime {
+				if last, ok := sess.LastCacheReport(); ok && now.Sub(last.At) > sinks[0].lifetime() {
 					sess.ExpectColdCache()
 				}
+			}
+			if feedback && n > 0 && hint.cold(prevPrefix) {
+				sess.ExpectColdCache()
 			}
 			start := time.Now()
 			view, err := sess.Assemble(ctx)
@@ -693,6 +793,13 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				if err := send(sk, req, view, elapsed, now.In(loc).Format(time.DateOnly), upd); err != nil {
 					return n, fmt.Errorf("cachebench: %s/%s turn %d round %d: %w", sk.strategy, sk.provider, t, r, err)
 				}
+				prevPrefix = 0
+				for _, b := range req.Blocks[:req.StableBlocks] {
+					prevPrefix += b.Tokens
+				}
+				if tr := sk.series.trace; tr != nil {
+					tr.observe(req, len(tools)+len(view.Band(core.BandSystem)), logToks, sk.hash)
+				}
 				if feedback {
 					u := req.Usage
 					sess.ReportCache(core.CacheReport{Reported: true, ReadTokens: u.ReadTokens,
@@ -722,6 +829,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 			n++
 			now = now.Add(rd.think)
 			if len(rd.calls) == 0 {
+				noteLog([]core.Item{core.AssistantMessage(rd.reply)})
 				if err := recordItems(ctx, sess, rt, &appended, core.AssistantMessage(rd.reply)); err != nil {
 					return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
 				}
@@ -731,6 +839,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 			for i, c := range rd.calls {
 				calls[i] = core.FunctionCall(c.id, c.name, c.args(w))
 			}
+			noteLog(calls)
 			if err := recordItems(ctx, sess, rt, &appended, calls...); err != nil {
 				return n, fmt.Errorf("cachebench: turn %d: %w", t, err)
 			}
@@ -869,8 +978,18 @@ func (sk *sink) hash(b []byte) cachesim.Hash {
 // send bills req on the sink's simulator and accounts it.
 func send(sk *sink, req *Request, view *core.View, elapsed time.Duration, day string, upd updates) error {
 	blocks := make([]cachesim.Block, len(req.Blocks))
+	ttl := cachesim.TTL5m
+	if sk.ttl != nil {
+		if ttl = sk.ttl(req); ttl != cachesim.TTL5m {
+			sk.series.LongTTLRequests++
+		}
+	}
+	sk.lastTTL = ttl
 	for i, b := range req.Blocks {
 		blocks[i] = cachesim.Block{Hash: sk.hash(b.Bytes), Tokens: b.Tokens, Breakpoint: b.Breakpoint}
+		if b.Breakpoint {
+			blocks[i].TTL = ttl
+		}
 	}
 	u, err := sk.sim.Send(cachesim.Request{At: req.At, Model: sk.model, Blocks: blocks})
 	if err != nil {
@@ -975,7 +1094,10 @@ func buildRequest(s Strategy, view *core.View, tools []Block, memo *blockMemo, s
 			}
 		}
 		switch s {
-		case Anchored, AnchoredHistoryCap, AnchoredSliding, AnchoredTrailing:
+		default:
+			if !anchored(s) {
+				break
+			}
 			for _, bp := range view.Breakpoints {
 				mark(len(tools) + bp.Index)
 			}

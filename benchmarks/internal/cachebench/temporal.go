@@ -213,7 +213,7 @@ func temporalWorkload() Workload {
 			"11 undated; 18 supersede a current fact); on 12 the model calls temporal/as_of; every 7th turn it rewrites the scratchpad. " +
 			"The first turn of each burst, and two quiet bursts (Tuesday 12:55, Thursday 22:05), change no layer, so a resumption's " +
 			"re-anchor moves only what the previous burst, or the date, moved. The ledger is shipped anchored, at day granularity, with its renderDelta.",
-		Turns: 200, Seed: 0x5eed0004, ExcludeFromTargets: true,
+		Turns: 200, Seed: 0x5eed0004, ExcludeFromTargets: true, Pauses: true,
 		Variants: []Variant{
 			{Name: VariantLive, Layer: temporal.DefaultID, Description: "the same ledger with temporal.Options{Common: memory.Common{Placement: core.PlacementLive}}: rendered fresh after " +
 				"history on every request, never pinned, so it is never a context update and never part of the cached prefix",

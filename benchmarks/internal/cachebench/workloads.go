@@ -41,6 +41,14 @@ type Workload struct {
 	// issue's hit-ratio target does not apply; the report still gives the
 	// share of the optimum.
 	ExcludeFromTargets bool
+	// HistoryWindow, when positive, is the host's window of the last N
+	// messages (layers/history MaxItems): the history-window strategies
+	// and their dynamic-programming optimum run on the workload.
+	HistoryWindow int
+	// Pauses marks a workload whose user steps away for longer than the
+	// 5-minute cache lifetime: the cache-lifetime strategies (1-hour, and
+	// chosen by cost) run on it.
+	Pauses bool
 
 	build func(seed uint64, turns int) *script
 }
@@ -141,6 +149,7 @@ func Workloads() []Workload {
 			build: buildCoding,
 		},
 		temporalWorkload(),
+		smallContextWorkload(),
 	}
 }
 

@@ -24,6 +24,8 @@ type world struct {
 	corpus       []passage
 	query        string
 	hits         []int // corpus indexes retrieved for query
+	recalled     []passage
+	recall       []int // recalled indexes shown this turn (small-context)
 
 	rec *recorder
 }
@@ -45,6 +47,7 @@ func (w *world) clone() *world {
 	}
 	c.entities = slices.Clone(w.entities)
 	c.hits = slices.Clone(w.hits)
+	c.recall = slices.Clone(w.recall)
 	c.rec = &recorder{text: map[string]string{}}
 	return &c
 }
