@@ -76,6 +76,8 @@ type Anthropic struct {
 	last time.Time
 	// lastTTL is the longest lifetime the previous request asked for.
 	lastTTL time.Duration
+	// lastStored is true when the previous request read or wrote cache.
+	lastStored bool
 	keys    []Hash // scratch, reused across Sends under mu
 	cum     []int
 	bps     []int
@@ -210,6 +212,7 @@ func (a *Anthropic) Send(req Request) (Usage, error) {
 	u.UncachedTokens = tokensBefore(len(req.Blocks)-1) - covered
 	a.prices.bill(&u)
 	u.Miss = miss
+	a.lastStored = u.ReadTokens+u.WriteTokens() > 0
 	a.lastTTL = 0
 	for _, bp := range a.bps {
 		a.lastTTL = max(a.lastTTL, req.Blocks[bp].TTL.Duration())
@@ -224,7 +227,9 @@ func (a *Anthropic) missReason(keys []Hash, cum []int, minTokens int, at time.Ti
 	switch {
 	case a.last.IsZero():
 		return MissFirst
-	case len(a.bps) == 0 || cum[a.bps[len(a.bps)-1]] < minTokens:
+	case len(a.bps) == 0 || cum[a.bps[len(a.bps)-1]] < minTokens || !a.lastStored:
+		// Nothing to read: this prefix, or the previous request's, was
+		// too short to cache.
 		return MissBelowMinimum
 	case a.lastTTL > 0 && at.Sub(a.last) > a.lastTTL:
 		return MissExpired

@@ -222,7 +222,8 @@ const (
 	// MissFirst: the first request; nothing was cached before it.
 	MissFirst MissReason = "first"
 	// MissBelowMinimum: no breakpoint's prefix reaches the model's
-	// minimum cacheable length, so nothing is ever cached.
+	// minimum cacheable length, or the previous request's did not, so
+	// nothing was cached to read.
 	MissBelowMinimum MissReason = "below_minimum"
 	// MissExpired: everything the previous request cached outlived its
 	// TTL before this one.

@@ -44,7 +44,10 @@ func TestAnthropicMissReasons(t *testing.T) {
 	if u := send(2*time.Minute, blocks("b", 3, 2)); u.Miss != cachesim.MissBelowMinimum {
 		t.Fatalf("600 tokens: %q", u.Miss)
 	}
-	if u := send(3*time.Minute, blocks("c", 10, 9)); u.Miss != cachesim.MissChanged {
+	if u := send(3*time.Minute, blocks("e", 10, 9)); u.Miss != cachesim.MissBelowMinimum {
+		t.Fatalf("after a request that stored nothing: %q", u.Miss)
+	}
+	if u := send(4*time.Minute, blocks("c", 10, 9)); u.Miss != cachesim.MissChanged {
 		t.Fatalf("other bytes: %q", u.Miss)
 	}
 	if u := send(20*time.Minute, blocks("c", 10, 9)); u.Miss != cachesim.MissExpired {

@@ -226,6 +226,9 @@ type cacheFeedback struct {
 	prevAt time.Time
 	miss   *MissAttribution
 	cost   *RequestCost
+	// prevShort is true when the previous request stored nothing and its
+	// prefix was under the provider's minimum.
+	prevShort bool
 }
 
 // ReportCache feeds the provider's cache figures of the last model call
@@ -269,6 +272,7 @@ func (s *Session) ReportCache(r CacheReport) {
 	if !r.At.IsZero() {
 		fb.prevAt = r.At
 	}
+	fb.prevShort = r.ReadTokens+r.WriteTokens == 0 && s.sigLast.prefix < s.rt.cfg.Cache.minPrefix()
 	// The first request of an epoch writes its new prefix: a low read
 	// there is expected, not a lost cache.
 	if s.epoch.age <= 1 {

@@ -165,9 +165,10 @@ func (s *Session) attribute(r CacheReport) MissAttribution {
 	case idle:
 		a.Cause = CauseExpired
 		return a
-	case r.WriteTokens == 0 && s.sigLast.prefix < cfg.minPrefix():
+	case r.WriteTokens == 0 && s.sigLast.prefix < cfg.minPrefix(), s.feedback.prevShort:
 		// A provider that wrote nothing for a prefix this short does not
-		// cache it at all.
+		// cache it at all; the previous request's was too short to store,
+		// so there was nothing to serve this one.
 		a.Cause = CauseBelowMinimum
 		return a
 	}

@@ -117,6 +117,11 @@ type Options struct {
 	// OnRequest, when set, sees every simulated request after it was
 	// billed. The Request is valid only during the call.
 	OnRequest func(*Request)
+	// OnMiss, when set, sees every first-round miss the simulator billed
+	// in a run that feeds its figures back (one anchored sink): the
+	// simulator's own reason and the runtime's attribution of it, from
+	// the next assembly's Usage.Miss (nil when the runtime gave none).
+	OnMiss func(sim cachesim.MissReason, runtime *core.MissAttribution)
 }
 
 // Block is one content block of a simulated request.
@@ -706,6 +711,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 	var anchor map[string]string // the previous view's anchor band, by item id
 
 	feedback := len(sinks) == 1 && anchored(s)
+	var simMiss cachesim.MissReason // the last first-round miss fed back
 	appended := 0 // tokens logged since the previous request (optimum)
 	prevLayer := map[string]string{}
 	contentSum := 0.0
@@ -759,6 +765,10 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				return n, fmt.Errorf("cachebench: turn %d round %d: assemble: %w", t, r, err)
 			}
 			assembled := time.Since(start)
+			if simMiss != "" && opts.OnMiss != nil {
+				opts.OnMiss(simMiss, view.Usage.Miss)
+			}
+			simMiss = ""
 			for _, p := range probe {
 				p(t, r, view)
 			}
@@ -802,6 +812,9 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 				}
 				if feedback {
 					u := req.Usage
+					if r == 0 && u.ReadTokens == 0 {
+						simMiss = u.Miss
+					}
 					sess.ReportCache(core.CacheReport{Reported: true, ReadTokens: u.ReadTokens,
 						WriteTokens: u.WriteTokens(), UncachedTokens: u.UncachedTokens, FirstRound: r == 0, At: now})
 				}
