@@ -78,9 +78,9 @@ type Anthropic struct {
 	lastTTL time.Duration
 	// lastStored is true when the previous request read or wrote cache.
 	lastStored bool
-	keys    []Hash // scratch, reused across Sends under mu
-	cum     []int
-	bps     []int
+	keys       []Hash // scratch, reused across Sends under mu
+	cum        []int
+	bps        []int
 }
 
 var _ Simulator = (*Anthropic)(nil)

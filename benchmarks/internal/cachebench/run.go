@@ -712,7 +712,7 @@ func replay(ctx context.Context, sc *script, tok tokens.Tokenizer, bud budget, s
 
 	feedback := len(sinks) == 1 && anchored(s)
 	var simMiss cachesim.MissReason // the last first-round miss fed back
-	appended := 0 // tokens logged since the previous request (optimum)
+	appended := 0                   // tokens logged since the previous request (optimum)
 	prevLayer := map[string]string{}
 	contentSum := 0.0
 	now := sc.start
