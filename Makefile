@@ -5,9 +5,17 @@ GO    ?= go
 
 .PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall bench-quality bench-scale vet fmt
 
-## demo: run the example agent offline on the embedded default
+## demo: build the example agent (saying so: the first build downloads and
+## compiles for a minute or more), then run it offline on the embedded
+## default. DEMO_FLAGS=-views prints every view, DEMO_FLAGS=-quiet the
+## summary alone.
+DEMO_FLAGS ?=
 demo: model
-	$(GO) run ./examples/agent -offline -views
+	@echo "== building examples/agent (the first build downloads modules and compiles: a minute or more; later ones take seconds)"
+	@set -o pipefail; $(GO) build -v -o .strata/bin/agent ./examples/agent 2>&1 | \
+		awk '{ n++; printf "\r   compiling (%d): %-60.60s", n, $$0; fflush() } END { if (n) printf "\r   compiled %d packages.%-60s\n", n, "" }'
+	@echo "== running it: .strata/bin/agent -offline $(DEMO_FLAGS)"
+	@.strata/bin/agent -offline $(DEMO_FLAGS)
 
 ## test: install and start what the tests need, run them under -race, stop
 test:

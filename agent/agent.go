@@ -7,7 +7,9 @@
 // each turn, so cache-miss re-anchoring and blind-provider detection work,
 // and when a turn starts after the provider's cache lifetime
 // (Options.CacheLifetime) it tells the runtime the cache is cold, so the
-// epoch re-anchors on that request instead of writing the prompt twice.
+// epoch re-anchors on that request: the full write it costs anyway
+// carries fresh pins instead of stale ones and the updates superseding
+// them.
 // An answer the output cap cut off (provider.Response.Truncated) ends the
 // turn with StopTruncated rather than passing for a finished one.
 //
@@ -19,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stratamem/strata/core"
@@ -57,8 +60,9 @@ type Options struct {
 	// after its last use: when a turn starts longer than this after the
 	// session's last model call, the cache is already lost, and the loop
 	// tells the runtime (core.Session.ExpectColdCache) so the turn's one
-	// full write also refreshes the anchored layers, instead of a second
-	// full write on the next request. Set it to the lifetime your
+	// full write also refreshes the anchored layers, instead of writing
+	// the stale pins and carrying the updates that supersede them for the
+	// rest of the epoch. Set it to the lifetime your
 	// provider is configured for. Zero means 5 minutes: Anthropic's
 	// default TTL (set one hour with its 1h cache), and the least OpenAI
 	// documents for its in-memory cache, which it may keep longer and
@@ -122,7 +126,9 @@ type StopReason string
 const (
 	// StopNoToolCalls: the model answered without calling a tool.
 	StopNoToolCalls StopReason = "no_tool_calls"
-	// StopMaxRounds: Options.MaxRounds model calls were made.
+	// StopMaxRounds: Options.MaxRounds model calls were made. When the
+	// model wrote no assistant message in them, Turn also returns a
+	// *MaxRoundsError.
 	StopMaxRounds StopReason = "max_rounds"
 	// StopUntil: Options.Until said the turn is done.
 	StopUntil StopReason = "until"
@@ -133,6 +139,31 @@ const (
 	// Options.MaxOutputTokens, or run another turn to let the model go on.
 	StopTruncated StopReason = "truncated"
 )
+
+// ErrMaxRounds is wrapped by every *MaxRoundsError.
+var ErrMaxRounds = errors.New("agent: the turn reached its round limit without an answer")
+
+// MaxRoundsError is Turn's error when the turn made Options.MaxRounds
+// model calls and the model answered none of them in text: it kept
+// calling tools. The Result is returned with it (Stop StopMaxRounds), and
+// the log is consistent: every call has its output. A model looping on
+// one tool usually does not see that tool's output as an answer (with
+// provider/scripted, a script that does not read the history; New's
+// checks catch the commonest case); a task that truly needs more calls
+// needs a larger MaxRounds.
+type MaxRoundsError struct {
+	// Rounds is the number of model calls made.
+	Rounds int
+	// LastCalls are the names of the tools the last round called.
+	LastCalls []string
+}
+
+func (e *MaxRoundsError) Error() string {
+	return fmt.Sprintf("agent: %d model calls without an answer (the last called %s): raise Options.MaxRounds or check that the model sees its tools' outputs",
+		e.Rounds, strings.Join(e.LastCalls, ", "))
+}
+
+func (e *MaxRoundsError) Unwrap() error { return ErrMaxRounds }
 
 // Result reports one turn.
 type Result struct {
@@ -169,7 +200,8 @@ func (r *Result) Text() string {
 
 // Turn appends the input (a user message, usually) and runs rounds until
 // the model stops calling tools (or its answer was truncated, see
-// StopTruncated). A provider error ends the turn with that
+// StopTruncated). A turn that reaches Options.MaxRounds with no
+// assistant message ends with a *MaxRoundsError. A provider error ends the turn with that
 // error after the retries; what was recorded before stays consistent:
 // every function call in the log has its output.
 //
@@ -187,7 +219,18 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 	for round := 0; ; round++ {
 		if round == a.opts.MaxRounds {
 			res.Stop = StopMaxRounds
-			return res, nil
+			if res.Text() != "" {
+				return res, nil
+			}
+			e := &MaxRoundsError{Rounds: round}
+			if n := len(res.Rounds); n > 0 {
+				for _, it := range res.Rounds[n-1].Output {
+					if it.Type == core.TypeFunctionCall {
+						e.LastCalls = append(e.LastCalls, it.Name)
+					}
+				}
+			}
+			return res, e
 		}
 		now := a.opts.Now()
 		if round == 0 && a.opts.CacheLifetime > 0 {

@@ -266,7 +266,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	}
 	var reminded []string
 	s.asm.reminder, reminded, s.asm.reminded = s.reminders(ReminderInput{Session: s, Compaction: compaction,
-		Tokens: s.viewSize(outs, logHistory), Window: s.rt.window()})
+		Tokens: s.reminderTokens(outs, logHistory), Window: s.rt.window()})
 
 	reanchored := false
 	reanchor := func(reason ReanchorReason) arrangement {

@@ -57,6 +57,8 @@ type planRecorder struct {
 	chunked, written int
 	enc              [][]byte
 	digest           [][32]byte
+	// chain[i] digests the log's first i items (chain[0] is zero).
+	chain [][32]byte
 	// blobs are the digests of the parts already stored.
 	blobs map[string]bool
 	// anchor remembers the anchor band's digest by a fast hash.
@@ -118,7 +120,15 @@ func (s *Session) storeLog(ctx context.Context) error {
 		}
 		raw = trimNewline(raw)
 		r.enc = append(r.enc, raw)
-		r.digest = append(r.digest, sha256.Sum256(raw))
+		d := sha256.Sum256(raw)
+		r.digest = append(r.digest, d)
+		if len(r.chain) == 0 {
+			r.chain = append(r.chain, [32]byte{})
+		}
+		var link [64]byte
+		copy(link[:32], r.chain[len(r.chain)-1][:])
+		copy(link[32:], d[:])
+		r.chain = append(r.chain, sha256.Sum256(link[:]))
 	}
 	for r.written < n {
 		c := r.chunked / LogChunk
@@ -207,18 +217,23 @@ func (s *Session) recordPlan(ctx context.Context, v *View) error {
 				inline = append(inline, items[i])
 			}
 			sb.Inline = inline
-			// The dynamic digest folds in each item's digest: a log
-			// item's is kept, an inline item's computed here.
+			// The dynamic digest folds in each span of the log by the
+			// chained digests of the log at its ends (kept as the log is
+			// stored, so a long history costs no more than a short one)
+			// and each inline item by its own digest, in band order.
 			fmt.Fprintf(dyn, "%d:%d\n", b, len(items))
 			pos, in := 0, plan.Inline
 			for _, sp := range plan.Spans {
-				for k := sp.From; k < sp.To; k++ {
-					for len(in) > 0 && in[0] == pos {
-						s.writeInlineDigest(dyn, items[pos])
-						in, pos = in[1:], pos+1
-					}
-					dyn.Write(r.digest[k][:])
-					pos++
+				for len(in) > 0 && in[0] == pos {
+					s.writeInlineDigest(dyn, items[pos])
+					in, pos = in[1:], pos+1
+				}
+				dyn.Write(r.chain[sp.From][:])
+				dyn.Write(r.chain[sp.To][:])
+				pos += sp.To - sp.From
+				for len(in) > 0 && in[0] == pos {
+					s.writeInlineDigest(dyn, items[pos])
+					in, pos = in[1:], pos+1
 				}
 			}
 			for ; len(in) > 0; in = in[1:] {

@@ -158,3 +158,12 @@ func (rt *Runtime) window() int {
 	}
 	return 0
 }
+
+// reminderTokens is ReminderInput.Tokens: the view's estimated size,
+// counted only when a reminder may read it.
+func (s *Session) reminderTokens(outs []layerOutput, history []projector.Entry[Item]) int {
+	if len(s.rt.cfg.Reminders) == 0 {
+		return 0
+	}
+	return s.viewSize(outs, history)
+}

@@ -245,3 +245,60 @@ func TestForgetByID(t *testing.T) {
 		t.Errorf("nothing selected: %v", err)
 	}
 }
+
+// TestForgetNarrowedTakesEveryAssembly: a deletion narrowed by a filter
+// besides the resource keeps the layers' state but erases every recorded
+// assembly of the threads it touches (the last view, the plan index, each
+// plan record and chunk of recorded log items), under the tenancy key and
+// under the thread id alone, not only the last view.
+func TestForgetNarrowedTakesEveryAssembly(t *testing.T) {
+	ctx := context.Background()
+	env, err := environment.Open(ctx, filepath.Join(t.TempDir(), "data"), environment.Options{Embedder: hashing.New(16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	st := env.State
+	seedTenants(t, env, st, func(s string) string { return s })
+	assemblies := func(scopeID string) []storage.Key {
+		ks := []storage.Key{inspect.LastAssemblyKey(storage.SplitThreadScopeID(scopeID))}
+		for _, name := range []string{"assemblies", "assembly-0000000001", "assembly-0000000002", "assemblylog-0000000000"} {
+			ks = append(ks, storage.Key{Scope: "thread", ScopeID: scopeID, Layer: "_strata", Name: name})
+		}
+		return ks
+	}
+	var planted []storage.Key
+	for _, id := range []string{storage.ThreadScopeID("alice", "main"), "main", storage.ThreadScopeID("bob", "bobs")} {
+		for _, k := range assemblies(id) {
+			if !inspect.IsAssemblyKey(k) {
+				t.Fatalf("%v is not an assembly key: the test plants the wrong names", k)
+			}
+			if _, err := st.Put(ctx, k, []byte(`{}`), 0); err != nil {
+				t.Fatal(err)
+			}
+			planted = append(planted, k)
+		}
+	}
+	rep, err := env.Forget(ctx, environment.ForgetOptions{Filter: vectorstore.Filter{Resource: "alice", Layer: "notes"}, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice's thread main under both keys: 5 assembly keys each. The
+	// shared thread's legacy scope is not alice's to erase.
+	if len(rep.StateKeys) != 10 {
+		t.Errorf("deleted state keys %v, want the 10 assembly keys of alice's main", rep.StateKeys)
+	}
+	for _, k := range planted {
+		want := k.ScopeID == storage.ThreadScopeID("bob", "bobs")
+		if got := stateLeft(t, st, k); got != want {
+			t.Errorf("assembly key %v left %v, want %v", k, got, want)
+		}
+	}
+	// The layers' state and the binding stay: the deletion was narrowed.
+	for _, k := range []storage.Key{tenantKey("thread", storage.ThreadScopeID("alice", "main")), tenantKey("resource", "alice"),
+		tenantKey("thread", "main"), inspect.ThreadBindingKey("main")} {
+		if !stateLeft(t, st, k) {
+			t.Errorf("state key %v deleted by a narrowed deletion", k)
+		}
+	}
+}

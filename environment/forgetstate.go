@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stratamem/strata/core/inspect"
@@ -97,7 +98,7 @@ func (p *ForgetPlan) planState(ctx context.Context, threads []*threadPlan) *stat
 	case opts.Legacy:
 		sp.what = fmt.Sprintf("the runtime's state of thread %q under its id alone", flt.Thread)
 		if !sp.whole {
-			sp.what = fmt.Sprintf("the recorded assembly of thread %q under its id alone", flt.Thread)
+			sp.what = fmt.Sprintf("the recorded assemblies of thread %q under its id alone", flt.Thread)
 		}
 	case !sp.whole:
 		sp.what = "the recorded assemblies of " + plural(len(threads), "thread", "threads")
@@ -244,19 +245,27 @@ func (sp *statePlan) list(ctx context.Context) (keys, bindings []storage.Key, er
 	if sp.st == nil {
 		return keys, bindings, nil
 	}
-	var l storage.Lister
-	if sp.whole {
-		var ok bool
-		if l, ok = sp.st.(storage.Lister); !ok {
-			return nil, nil, fmt.Errorf("the state store (%T) cannot list keys", sp.st)
-		}
+	l, canList := sp.st.(storage.Lister)
+	if sp.whole && !canList {
+		return nil, nil, fmt.Errorf("the state store (%T) cannot list keys", sp.st)
 	}
 	// scope returns the keys of a thread scope: all of them for a whole
-	// deletion, else its recorded assembly if there is one.
+	// deletion, else its recorded assemblies (the last view, the plan
+	// index, every plan record and recorded log chunk): a narrowed
+	// deletion still takes every copy of the text the agent saw.
 	scope := func(scopeID string) ([]storage.Key, error) {
 		if sp.whole {
 			return l.Keys(ctx, "thread", scopeID)
 		}
+		if canList {
+			ks, err := l.Keys(ctx, "thread", scopeID)
+			if err != nil {
+				return nil, err
+			}
+			return slices.DeleteFunc(ks, func(k storage.Key) bool { return !inspect.IsAssemblyKey(k) }), nil
+		}
+		// A store that cannot list keys: only the last view has a key
+		// that can be named without listing.
 		r, t := storage.SplitThreadScopeID(scopeID)
 		k := inspect.LastAssemblyKey(r, t)
 		_, err := sp.st.Get(ctx, k)

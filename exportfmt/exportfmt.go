@@ -11,11 +11,17 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/vectorstore"
 )
 
-// Version is the format version written in headers.
-const Version = 1
+// Version is the format version written in headers. Version 2 added the
+// state lines (State); a version 1 export, which has none, reads as
+// before.
+const Version = 2
+
+// MinVersion is the oldest format version Reader reads.
+const MinVersion = 1
 
 // MaxLineBytes bounds one line: a record at the vector store's limits
 // (1 MiB of text, 64 metadata values of 8 KiB, a 65536-value vector) fits
@@ -41,10 +47,40 @@ type Header struct {
 	Distance string `json:"distance,omitempty"`
 }
 
+// StateKey is the key of a state line, storage.Key with JSON names.
+type StateKey struct {
+	Scope   string `json:"scope"`
+	ScopeID string `json:"scope_id"`
+	Layer   string `json:"layer"`
+	Name    string `json:"name"`
+}
+
+// Key is k as a storage.Key.
+func (k StateKey) Key() storage.Key {
+	return storage.Key{Scope: k.Scope, ScopeID: k.ScopeID, Layer: k.Layer, Name: k.Name}
+}
+
+// KeyOf is the StateKey of k.
+func KeyOf(k storage.Key) StateKey {
+	return StateKey{Scope: k.Scope, ScopeID: k.ScopeID, Layer: k.Layer, Name: k.Name}
+}
+
+// State is a state line: one value of the runtime's state store (a
+// layer's state, a thread's binding to its resource, a recorded
+// assembly...). The value is opaque bytes, written in base64 so that any
+// value, JSON or not, round-trips byte for byte; its revision, the
+// version counter of the store it was read from, is left out like a
+// record's.
+type State struct {
+	Key   StateKey `json:"state"`
+	Value []byte   `json:"value"`
+}
+
 // Writer writes an export.
 type Writer struct {
-	w *bufio.Writer
-	n int
+	w      *bufio.Writer
+	n      int
+	states int
 }
 
 // NewWriter returns a Writer on w. Call Flush at the end.
@@ -73,6 +109,23 @@ func (w *Writer) Write(r *vectorstore.Record) error {
 
 // Count is the number of records written.
 func (w *Writer) Count() int { return w.n }
+
+// WriteState writes one state line. The value is copied as it is; an
+// invalid key is refused (storage.ErrInvalidKey), so that the import does
+// not fail on it.
+func (w *Writer) WriteState(k storage.Key, value []byte) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	w.states++
+	return w.line(State{Key: KeyOf(k), Value: value})
+}
+
+// StateCount is the number of state lines written.
+func (w *Writer) StateCount() int { return w.states }
 
 func (w *Writer) line(v any) error {
 	// encoding/json writes float32 values with the shortest digits that
@@ -120,11 +173,12 @@ type Reader struct {
 // NewReader returns a Reader on r.
 func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 256<<10)} }
 
-// Item is one line read: either a header or a record.
+// Item is one line read: a header, a record or a state line.
 type Item struct {
 	Line   int
 	Header *Header
 	Record *vectorstore.Record
+	State  *State
 }
 
 // Next returns the next non-blank line. A line that does not parse returns
@@ -157,13 +211,26 @@ func (r *Reader) Next() (Item, error) {
 			if err := decodeStrict(trimmed, &h); err != nil {
 				return Item{}, &LineError{Line: line, Msg: "header: " + err.Error()}
 			}
-			if h.Format != Version {
-				return Item{}, &LineError{Line: line, Msg: fmt.Sprintf("export format %d is not supported (this memctl reads %d)", h.Format, Version)}
+			if h.Format < MinVersion || h.Format > Version {
+				return Item{}, &LineError{Line: line, Msg: fmt.Sprintf("export format %d is not supported (this memctl reads %d to %d)", h.Format, MinVersion, Version)}
 			}
 			if !first {
 				return Item{}, &LineError{Line: line, Msg: "header line after the first line"}
 			}
 			return Item{Line: line, Header: &h}, nil
+		}
+		if hasKey(trimmed, "state") {
+			var st State
+			if err := decodeStrict(trimmed, &st); err != nil {
+				return Item{}, &LineError{Line: line, Msg: "state line: " + err.Error()}
+			}
+			if st.Value == nil {
+				return Item{}, &LineError{Line: line, Msg: `state line: no "value"`}
+			}
+			if err := st.Key.Key().Validate(); err != nil {
+				return Item{}, &LineError{Line: line, Msg: "state line: " + strings.TrimPrefix(err.Error(), "storage: ")}
+			}
+			return Item{Line: line, State: &st}, nil
 		}
 		var rec vectorstore.Record
 		if err := decodeStrict(trimmed, &rec); err != nil {
@@ -202,16 +269,20 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 }
 
-func isHeader(line []byte) bool {
+func isHeader(line []byte) bool { return hasKey(line, "memctl_export") }
+
+// hasKey reports whether the JSON object on line has key at its top
+// level: a record has neither "memctl_export" nor "state".
+func hasKey(line []byte, key string) bool {
 	// Cheap check first; the strict decode decides.
-	if !bytes.Contains(line, []byte(`"memctl_export"`)) {
+	if !bytes.Contains(line, []byte(`"`+key+`"`)) {
 		return false
 	}
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(line, &probe) != nil {
 		return false
 	}
-	_, ok := probe["memctl_export"]
+	_, ok := probe[key]
 	return ok
 }
 
@@ -282,36 +353,74 @@ type Duplicate struct {
 	Lines [2]int // the first two lines that hold it
 }
 
-// Duplicates reads an export to its end and returns the ids on more than
-// one record line, in the order their second line comes, each once. Lines
-// that do not parse (*LineError) and records whose id skip refuses (nil:
-// none) are passed over, left for the import to report; a read failure is
+// DuplicateState is a state key on more than one state line.
+type DuplicateState struct {
+	Key   StateKey
+	Lines [2]int // the first two lines that hold it
+}
+
+// Summary is what Scan found in an export.
+type Summary struct {
+	// Records and States count the record and state lines that parse.
+	Records, States int
+	// Duplicates are the ids on more than one record line, in the order
+	// their second line comes, each once; DuplicateStates the same of
+	// state keys.
+	Duplicates      []Duplicate
+	DuplicateStates []DuplicateState
+}
+
+// Scan reads an export to its end and summarises it: the lines of each
+// kind and the ids and state keys on more than one line. Lines that do
+// not parse (*LineError) and records whose id skip refuses (nil: none)
+// are passed over, left for the import to report; a read failure is
 // returned.
-func Duplicates(r io.Reader, skip func(id string) bool) ([]Duplicate, error) {
+func Scan(r io.Reader, skip func(id string) bool) (Summary, error) {
+	var sum Summary
 	first := map[string]int{}
-	var out []Duplicate
+	firstState := map[StateKey]int{}
 	rd := NewReader(r)
 	for {
 		it, err := rd.Next()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return sum, nil
 		}
 		if err != nil {
 			if errors.As(err, new(*LineError)) {
 				continue
 			}
-			return out, err
+			return sum, err
+		}
+		if st := it.State; st != nil {
+			sum.States++
+			switch line, seen := firstState[st.Key]; {
+			case !seen:
+				firstState[st.Key] = it.Line
+			case line > 0:
+				sum.DuplicateStates = append(sum.DuplicateStates, DuplicateState{Key: st.Key, Lines: [2]int{line, it.Line}})
+				firstState[st.Key] = -1 // counted once
+			}
+			continue
 		}
 		if it.Record == nil || skip != nil && skip(it.Record.ID) {
 			continue
 		}
+		sum.Records++
 		id := it.Record.ID
 		switch line, seen := first[id]; {
 		case !seen:
 			first[id] = it.Line
 		case line > 0:
-			out = append(out, Duplicate{ID: id, Lines: [2]int{line, it.Line}})
+			sum.Duplicates = append(sum.Duplicates, Duplicate{ID: id, Lines: [2]int{line, it.Line}})
 			first[id] = -1 // counted once
 		}
 	}
+}
+
+// Duplicates reads an export to its end and returns the ids on more than
+// one record line, in the order their second line comes, each once (see
+// Scan, which also finds repeated state keys).
+func Duplicates(r io.Reader, skip func(id string) bool) ([]Duplicate, error) {
+	sum, err := Scan(r, skip)
+	return sum.Duplicates, err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/exportfmt"
+	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/vectorstore"
 )
 
@@ -118,5 +119,78 @@ not json
 	want := []exportfmt.Duplicate{{ID: "a", Lines: [2]int{2, 5}}, {ID: "b", Lines: [2]int{3, 9}}}
 	if err != nil || !reflect.DeepEqual(dups, want) {
 		t.Fatalf("Duplicates = %+v, %v; want %+v", dups, err, want)
+	}
+}
+
+// TestStateLines: a state line round-trips any value byte for byte (JSON
+// or not, empty included), is told apart from records, and a bad one is
+// a *LineError naming the line; Scan counts them and finds repeated keys.
+func TestStateLines(t *testing.T) {
+	k := storage.Key{Scope: "thread", ScopeID: "alice\x1fmain", Layer: "todo", Name: "state"}
+	vals := [][]byte{[]byte(`{"items":["a"]}`), {0, 0xff, '\n', 0x1b}, {}}
+	var buf bytes.Buffer
+	w := exportfmt.NewWriter(&buf)
+	if err := w.Write(&vectorstore.Record{ID: "r1", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		k := k
+		k.Name = string(rune('a' + i))
+		if err := w.WriteState(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteState(storage.Key{Scope: "thread", Layer: "x", Name: "y"}, nil); !errors.Is(err, storage.ErrInvalidKey) {
+		t.Errorf("a key without its scope id: %v", err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Count() != 1 || w.StateCount() != 3 {
+		t.Errorf("counts %d, %d", w.Count(), w.StateCount())
+	}
+	r := exportfmt.NewReader(bytes.NewReader(buf.Bytes()))
+	if it, err := r.Next(); err != nil || it.Record == nil || it.Record.ID != "r1" {
+		t.Fatalf("first line: %+v, %v", it, err)
+	}
+	for i, v := range vals {
+		it, err := r.Next()
+		if err != nil || it.State == nil {
+			t.Fatalf("state line %d: %+v, %v", i, it, err)
+		}
+		want := k
+		want.Name = string(rune('a' + i))
+		if it.State.Key.Key() != want || !bytes.Equal(it.State.Value, v) {
+			t.Errorf("state line %d: %+v %q, want %+v %q", i, it.State.Key, it.State.Value, want, v)
+		}
+	}
+	for in, want := range map[string]string{
+		`{"state":{"scope":"thread","scope_id":"t","layer":"l","name":"n"}}`:                         `no "value"`,
+		`{"state":{"scope":"thread","layer":"l","name":"n"},"value":""}`:                             "needs a scope id",
+		`{"state":{"scope":"thread","scope_id":"t","layer":"l","name":"n"},"value":"!!"}`:            "state line",
+		`{"state":{"scope":"thread","scope_id":"t","layer":"l","name":"n"},"value":"","revision":3}`: "revision",
+	} {
+		_, err := exportfmt.NewReader(strings.NewReader(in)).Next()
+		var le *exportfmt.LineError
+		if !errors.As(err, &le) || le.Line != 1 || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a line 1 error mentioning %q", in, err, want)
+		}
+	}
+	dup := buf.String() + `{"state":{"scope":"thread","scope_id":"alice\u001fmain","layer":"todo","name":"a"},"value":""}` + "\n"
+	sum, err := exportfmt.Scan(strings.NewReader(dup), nil)
+	if err != nil || sum.Records != 1 || sum.States != 4 || len(sum.DuplicateStates) != 1 || sum.DuplicateStates[0].Lines != [2]int{2, 5} {
+		t.Errorf("scan: %+v, %v", sum, err)
+	}
+}
+
+// TestReadsVersionOne: an export of format 1 (before state lines) reads;
+// a format from the future is refused by name.
+func TestReadsVersionOne(t *testing.T) {
+	if got := strings.Join(readAll(t, header+"\n{\"id\":\"a\"}\n"), " "); got != "H a" {
+		t.Errorf("version 1: %s", got)
+	}
+	_, err := exportfmt.NewReader(strings.NewReader(`{"memctl_export":3,"dimension":2}`)).Next()
+	if err == nil || !strings.Contains(err.Error(), "export format 3 is not supported") {
+		t.Errorf("version 3: %v", err)
 	}
 }

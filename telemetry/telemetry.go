@@ -1,11 +1,32 @@
-// Package telemetry emits an OpenTelemetry span for every assembly of the
-// strata runtime, stamped with what anchoring did: the epoch, its age and
-// re-anchor reason, the band sizes, and each layer's band, service, tokens
-// and churn. Plug it in with core.Config.Tracer:
+// Package telemetry instruments strata with OpenTelemetry.
+//
+// It emits a span for every assembly of the strata runtime, stamped with
+// what anchoring did: the epoch, its age and re-anchor reason, the band
+// sizes, and each layer's band, service, tokens and churn. Plug it in with
+// core.Config.Tracer:
 //
 //	rt, err := core.NewRuntime(core.Config{Tracer: telemetry.NewTracer(otel.GetTracerProvider()).StartAssemble, ...})
 //
 // Attribute names start with "strata.context." so dashboards can find them.
+//
+// # Memory spans and metrics
+//
+// Embedder wraps an embed.Embedder so that each call is an "embeddings"
+// client span with the GenAI semantic-convention attributes; Driver wraps
+// a vector store driver so that each query and write is a client span
+// with the database attributes, and writes, write errors and query
+// latency are counted by Metrics:
+//
+//	in := telemetry.Instruments{Tracer: telemetry.NewTracer(tp), Metrics: m}
+//	coll, err := vectorstore.NewCollection(telemetry.Driver(d, in), opts)
+//	store := &memory.Store{Records: coll, Embedder: telemetry.Embedder(emb, in)}
+//
+// Metrics (NewMetrics, on any meter provider; NewPrometheus makes one
+// served as Prometheus text) also takes what a host knows once per model
+// call: RecordUsage with the view's usage report (tokens billed as input,
+// rebill estimates) and RecordCache with the provider's cache figures
+// (tokens read, written and uncached, hit ratio), per thread under the
+// IDs mode below.
 //
 // # What leaves the process
 //
@@ -88,17 +109,26 @@ func NewTracer(tp trace.TracerProvider) *Tracer {
 // IDsHashed without a HashKey of at least 16 bytes, fails with
 // ErrInvalidOptions.
 func New(tp trace.TracerProvider, opts Options) (*Tracer, error) {
+	opts, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Tracer{tracer: tp.Tracer(ScopeName), opts: opts}, nil
+}
+
+// checkOptions validates opts and returns them with the key copied.
+func checkOptions(opts Options) (Options, error) {
 	switch opts.IDs {
 	case IDsOmit, IDsRaw:
 	case IDsHashed:
 		if len(opts.HashKey) < 16 {
-			return nil, fmt.Errorf("%w: IDsHashed needs a HashKey of at least 16 bytes, got %d", ErrInvalidOptions, len(opts.HashKey))
+			return opts, fmt.Errorf("%w: IDsHashed needs a HashKey of at least 16 bytes, got %d", ErrInvalidOptions, len(opts.HashKey))
 		}
 	default:
-		return nil, fmt.Errorf("%w: unknown IDs mode %q", ErrInvalidOptions, opts.IDs)
+		return opts, fmt.Errorf("%w: unknown IDs mode %q", ErrInvalidOptions, opts.IDs)
 	}
 	opts.HashKey = append([]byte(nil), opts.HashKey...)
-	return &Tracer{tracer: tp.Tracer(ScopeName), opts: opts}, nil
+	return opts, nil
 }
 
 // id renders one id attribute under the tracer's IDs mode; ok is false

@@ -9,7 +9,7 @@ import (
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	store := filepath.Join(e.dir, "data")
-	e.ok("--store", store, "--embedder", "hash:64", "add", "-l", "scratchpad", "--key", "k", "v")
+	e.ok("--store", store, "--embedder", "hash:64", "add", "-l", "scratchpad", "--scope", "global", "--key", "k", "v")
 	m := []string{"--store", store}
 	cases := []struct {
 		code int
@@ -85,7 +85,7 @@ func TestHelpAndCompletion(t *testing.T) {
 		t.Errorf("--layer completion:\n%s", out)
 	}
 	store := filepath.Join(e.dir, "data")
-	e.ok("--store", store, "--embedder", "hash:8", "add", "-l", "scratchpad", "--key", "k", "v")
+	e.ok("--store", store, "--embedder", "hash:8", "add", "-l", "scratchpad", "--scope", "global", "--key", "k", "v")
 	if out := e.ok("--store", store, "__complete", "show", "note-").stdout; !strings.Contains(out, "note-") {
 		t.Errorf("id completion:\n%s", out)
 	}
@@ -94,9 +94,49 @@ func TestHelpAndCompletion(t *testing.T) {
 func TestBench(t *testing.T) {
 	e := newEnv(t)
 	out := e.ok("bench", "--sizes", "200", "--text-sizes", "none", "--queries", "10", "--duration", "20ms", "--backends", "chromem").stdout
-	if !strings.Contains(out, "| chromem | clustered-200 |") || !strings.Contains(out, "recall@10") {
+	if !strings.Contains(out, "chromem  clustered-200") || !strings.Contains(out, "RECALL") {
 		t.Errorf("bench:\n%s", out)
 	}
 	e.fails(2, "unknown backend", "bench", "--sizes", "200", "--text-sizes", "none", "--backends", "faiss")
 	e.fails(2, "bad size", "bench", "--sizes", "lots")
+}
+
+// TestVersion: memctl version names the module and its version, in JSON
+// with snake_case keys too.
+func TestVersion(t *testing.T) {
+	e := newEnv(t)
+	if out := e.ok("version").stdout; !strings.HasPrefix(out, "memctl ") || !strings.Contains(out, "github.com/stratamem/strata") || !strings.Contains(out, "go1.") {
+		t.Errorf("version: %q", out)
+	}
+	var v map[string]any
+	decodeJSON(t, e.ok("version", "--json").stdout, &v)
+	for _, k := range []string{"version", "module", "go_version", "platform"} {
+		if s, _ := v[k].(string); s == "" {
+			t.Errorf("version --json lacks %q: %v", k, v)
+		}
+	}
+	e.fails(2, "no arguments", "version", "x")
+}
+
+// TestBenchJSON: bench --json has snake_case keys with the unit in the
+// name, and --markdown prints the full report.
+func TestBenchJSON(t *testing.T) {
+	e := newEnv(t)
+	args := []string{"bench", "--sizes", "200", "--text-sizes", "none", "--queries", "10", "--duration", "20ms", "--backends", "chromem"}
+	out := e.ok(append(args, "--json")...).stdout
+	var row map[string]any
+	decodeJSON(t, strings.Split(strings.TrimSpace(out), "\n")[0], &row)
+	for _, k := range []string{"backend", "dataset", "size", "ingest_per_sec", "p50_ms", "p99_ms", "throughput", "recall"} {
+		if _, ok := row[k]; !ok {
+			t.Errorf("bench --json lacks %q: %s", k, out)
+		}
+	}
+	for k := range row {
+		if k != strings.ToLower(k) {
+			t.Errorf("bench --json key %q is not snake_case", k)
+		}
+	}
+	if md := e.ok(append(args, "--markdown")...).stdout; !strings.Contains(md, "| chromem | clustered-200 |") || !strings.Contains(md, "recall@10") {
+		t.Errorf("bench --markdown:\n%s", md)
+	}
 }

@@ -14,7 +14,7 @@ import (
 func TestDistanceMismatchRefused(t *testing.T) {
 	e := newEnv(t)
 	dot := "chromem://" + filepath.Join(e.dir, "dot") + "?collection=m&distance=dot"
-	e.ok("--store", dot, "--embedder", "hash:8", "add", "-l", "scratchpad", "--key", "k", "some value")
+	e.ok("--store", dot, "--embedder", "hash:8", "add", "-l", "scratchpad", "--scope", "global", "--key", "k", "some value")
 	exp := filepath.Join(e.dir, "dot.jsonl")
 	e.ok("--store", dot, "--embedder", "hash:8", "export", exp)
 	// A vector that is not of unit length: cosine storage would change it.
@@ -36,7 +36,7 @@ func TestDistanceMismatchRefused(t *testing.T) {
 		t.Error("the refused import created the store")
 	}
 	cos := filepath.Join(e.dir, "cos")
-	e.ok("--store", cos, "--embedder", "hash:8", "add", "-l", "scratchpad", "--key", "c", "x")
+	e.ok("--store", cos, "--embedder", "hash:8", "add", "-l", "scratchpad", "--scope", "global", "--key", "c", "x")
 	before := e.ok("--store", cos, "export").stdout
 	e.fails(1, "distance dot", "--store", cos, "import", exp)
 	e.fails(1, "distance", "migrate", "--from", dot, "--to", cos, "--embedder", "hash:8")
@@ -50,7 +50,7 @@ func TestDistanceMismatchRefused(t *testing.T) {
 	}
 	// A URL store with another distance is refused the same way.
 	cosURL := "chromem://" + filepath.Join(e.dir, "cosurl") + "?collection=m"
-	e.ok("--store", cosURL, "--embedder", "hash:8", "add", "-l", "scratchpad", "--key", "c", "x")
+	e.ok("--store", cosURL, "--embedder", "hash:8", "add", "-l", "scratchpad", "--scope", "global", "--key", "c", "x")
 	e.fails(1, "distance", "--store", cosURL, "--embedder", "hash:8", "import", exp)
 
 	// Same distance: the vectors arrive as they are.

@@ -1,6 +1,7 @@
 // Command memctl manages the memories strata's layers store: list, show,
 // search, add, edit, delete, export, import, re-embed, migrate between
-// backends, and inspect what an agent saw on a thread's last turn.
+// backends with the runtime's layer state, list and edit that state, and
+// inspect what an agent saw on a thread's last turn.
 //
 //	memctl ls --layer observations --thread t1
 //	memctl show ID
@@ -9,15 +10,18 @@
 //	memctl edit ID --meta importance=5
 //	memctl rm --resource alice --yes          # the right to be forgotten
 //	memctl rm --thread main --legacy --yes    # what main kept before tenancy
-//	memctl export > memories.jsonl            # lossless, vectors included
+//	memctl export > memories.jsonl            # lossless: vectors, layer state, assemblies
 //	memctl --store postgres://... import memories.jsonl
 //	memctl stats
 //	memctl reindex hash:256                   # resumable, any dimension
 //	memctl migrate --to 'qdrant://localhost:6334?collection=memories'
 //	memctl inspect t1 --resource alice
+//	memctl state ls -r alice                  # layer state, bindings, recorded assemblies
+//	memctl state edit todo -t t1 -r alice     # $EDITOR, compare-and-swap
 //	memctl bench
 //	memctl salvage --dry-run                  # a damaged embedded log (CORRUPT)
 //	memctl completion bash > /etc/bash_completion.d/memctl
+//	memctl version
 //
 // Human-readable output escapes the control characters memories hold
 // (\x1b, \u009b, bidirectional overrides...), so a memory planted by a
@@ -29,6 +33,12 @@
 // keyed by resource) it cannot attribute to the resource. An embedded store
 // whose log is damaged fails with CORRUPT (exit 1); memctl salvage keeps
 // its intact records, after asking, and sets the damaged log aside.
+//
+// While an agent has an embedded store open, the read commands (ls, show,
+// search, stats, export, migrate's source) read a snapshot of its records
+// and the state store in place; the writing commands fail naming the
+// process that holds the store (pid and command line). Tables fit 80
+// columns unless --wide (-w).
 //
 // The store is --store, else $STRATA_STORE, else the config file
 // ($XDG_CONFIG_HOME/strata/memctl.json), else ./.strata/data (the embedded

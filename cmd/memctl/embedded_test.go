@@ -94,8 +94,11 @@ func TestLifecycleEmbedded(t *testing.T) {
 		}
 	}
 	table := e.ok(append(m, "ls")...).stdout
-	if !strings.HasPrefix(table, "ID") || !strings.Contains(table, "observations") {
+	if !strings.HasPrefix(table, "ID") || !strings.Contains(table, "obs-") {
 		t.Errorf("table:\n%s", table)
+	}
+	if wide := e.ok(append(m, "ls", "-w")...).stdout; !strings.Contains(wide, "observations") || !strings.Contains(wide, "CREATED") {
+		t.Errorf("ls -w:\n%s", wide)
 	}
 
 	// show, in full and as JSON.
@@ -236,7 +239,9 @@ func TestAddRefusesWhatTheLayerWouldNotRead(t *testing.T) {
 		{"type", []string{"add", "-l", "entity", "-t", "t1", "--name", "X", "--type", "robot", "notes"}},
 		{"--key", []string{"add", "-l", "scratchpad", "-t", "t1", "value"}},
 		{"importance", []string{"add", "-l", "observations", "-t", "t1", "--importance", "7", "x"}},
-		{"cannot be global-scoped: give --thread", []string{"add", "-l", "observations", "x"}},
+		// No scope is not global: a global memory is asked for.
+		{"give the memory's scope: --thread T", []string{"add", "-l", "observations", "x"}},
+		{"or --scope global", []string{"add", "-l", "scratchpad", "--key", "k", "x"}},
 		{"--scope global: layer observations can be thread or resource-scoped only", []string{"add", "-l", "observations", "--scope", "global", "x"}},
 		{"subject", []string{"add", "-l", "temporal", "-t", "t1", "--predicate", "p", "--value", "v"}},
 		{"--key does not apply", []string{"add", "-l", "observations", "-t", "t1", "--key", "k", "x"}},
@@ -377,7 +382,7 @@ func TestRemoveResource(t *testing.T) {
 		e.ok(append(m, "add", "-l", "observations", "-t", who.thread, who.res+" likes tea")...)
 		e.ok(append(m, "add", "-l", "temporal", "-t", who.thread, "--subject", "user", "--predicate", "name", "--value", who.res)...)
 	}
-	e.ok(append(m, "add", "-l", "scratchpad", "--key", "motto", "global note")...)
+	e.ok(append(m, "add", "-l", "scratchpad", "--scope", "global", "--key", "motto", "global note")...)
 	before := jsonLines(t, e.ok(append(m, "ls", "--json", "--all")...).stdout)
 	if len(before) != 11 {
 		t.Fatalf("%d records", len(before))
@@ -429,7 +434,7 @@ func TestExportImportEmbedded(t *testing.T) {
 	seed(t, e, a)
 	exp := e.ok("--store", a, "export").stdout
 	lines := strings.Split(strings.TrimSpace(exp), "\n")
-	if len(lines) != 8 || !strings.HasPrefix(lines[0], `{"memctl_export":1,"embedder":"hash-64","dimension":64`) {
+	if len(lines) != 8 || !strings.HasPrefix(lines[0], `{"memctl_export":2,"embedder":"hash-64","dimension":64`) {
 		t.Fatalf("export:\n%s", exp)
 	}
 	file := filepath.Join(e.dir, "m.jsonl")
@@ -546,7 +551,7 @@ func TestConfigPrecedence(t *testing.T) {
 	def := filepath.Join(e.dir, ".strata", "data")
 	cfgStore, envStore, flagStore := filepath.Join(e.dir, "cfg"), filepath.Join(e.dir, "env"), filepath.Join(e.dir, "flag")
 	for _, s := range []string{def, cfgStore, envStore, flagStore} {
-		e.ok("--store", s, "--embedder", "hash:16", "add", "-l", "scratchpad", "--key", "where", filepath.Base(s))
+		e.ok("--store", s, "--embedder", "hash:16", "add", "-l", "scratchpad", "--scope", "global", "--key", "where", filepath.Base(s))
 	}
 	source := func(e *env, args ...string) (string, string) {
 		var st struct {

@@ -92,7 +92,7 @@ func TestNoTerminalEscapes(t *testing.T) {
 		{"stats"},
 		{"inspect", "t1"}, {"inspect", "t1", "--full"},
 		{"rm", "--layer", "observations", "--dry-run"},
-		{"rm", "--resource", "alice", "--dry-run"},
+		{"rm", "--resource", "alice", "--dry-run", "--wide"},
 	}
 	outputs := map[string]string{}
 	for _, args := range human {
@@ -110,14 +110,14 @@ func TestNoTerminalEscapes(t *testing.T) {
 	}
 	// The escapes are visible, so the operator sees what was planted.
 	for name, want := range map[string]string{
-		"ls --wide":                     plantedCell,
-		"show obs-planted":              plantedE,
-		"search tea --wide":             plantedCell,
-		"inspect t1 --full":             plantedE,
-		"show id" + clear:               `coffee\x1b]0;pwned\x07`,
-		"stats":                         `temporal\x1b]0;pwned\x07`,
-		"ls":                            `id\x1b[2J`,
-		"rm --resource alice --dry-run": `t1\x1b[2J`,
+		"ls --wide":                            plantedCell,
+		"show obs-planted":                     plantedE,
+		"search tea --wide":                    plantedCell,
+		"inspect t1 --full":                    plantedE,
+		"show id" + clear:                      `coffee\x1b]0;pwned\x07`,
+		"stats":                                `temporal\x1b]0;pwned\x07`,
+		"ls":                                   `id\x1b[2J`,
+		"rm --resource alice --dry-run --wide": `t1\x1b[2J`,
 	} {
 		if !strings.Contains(outputs[name], want) {
 			t.Errorf("memctl %q does not show %q:\n%s", name, want, outputs[name])

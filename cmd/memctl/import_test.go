@@ -54,3 +54,31 @@ func TestImportDuplicateIDs(t *testing.T) {
 	// Bad lines are still the import's to report, after the check.
 	e.input(clean+"not json\n").fails(1, "line 2", append(m, "import")...)
 }
+
+// TestReimportNonUnitVectors: a cosine store keeps its vectors at unit
+// length; an input whose vectors are not (another backend's export, a
+// hand-made file) is imported once, and a re-run reports nothing updated.
+func TestReimportNonUnitVectors(t *testing.T) {
+	e := newEnv(t)
+	store := filepath.Join(e.dir, "data")
+	in := `{"memctl_export":2,"embedder":"hash-4","dimension":4,"distance":"cosine"}` + "\n" +
+		`{"id":"a","layer":"observations","kind":"observation","scope":{"thread":"t1"},"text":"a","vector":[3,4,0,0]}` + "\n" +
+		`{"id":"b","layer":"observations","kind":"observation","scope":{"thread":"t1"},"text":"b","vector":[0.1,0.2,0.3,0.4],"created_at":"2026-01-02T03:04:05.123456Z"}` + "\n"
+	file := filepath.Join(e.dir, "in.jsonl")
+	if err := os.WriteFile(file, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("--store", store, "--embedder", "hash:4", "import", file).stdout; !strings.Contains(out, "2 added") {
+		t.Fatalf("import: %s", out)
+	}
+	for range 2 {
+		if out := e.ok("--store", store, "import", file).stdout; !strings.Contains(out, "0 added, 0 updated, 2 unchanged") {
+			t.Errorf("re-import of non-unit vectors: %s", out)
+		}
+	}
+	// A changed vector is still an update.
+	changed := strings.Replace(in, "[3,4,0,0]", "[4,3,0,0]", 1)
+	if out := e.input(changed).ok("--store", store, "import").stdout; !strings.Contains(out, "1 updated") {
+		t.Errorf("import of a changed vector: %s", out)
+	}
+}

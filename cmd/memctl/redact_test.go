@@ -27,7 +27,7 @@ func noSecret(t *testing.T, r result, args []string, secrets ...string) {
 func TestCredentialsNotPrinted(t *testing.T) {
 	e := newEnv(t)
 	dir := filepath.Join(e.dir, "data")
-	e.ok("--store", dir, "--embedder", "hash:8", "add", "-l", "scratchpad", "--key", "k", "v")
+	e.ok("--store", dir, "--embedder", "hash:8", "add", "-l", "scratchpad", "--scope", "global", "--key", "k", "v")
 	secrets := []string{"SECRETPW", "SECRETKEY", "SECRETTOK"}
 	for _, c := range []struct {
 		code int

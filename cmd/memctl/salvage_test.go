@@ -16,7 +16,7 @@ func TestSalvageDamagedStore(t *testing.T) {
 	dir := filepath.Join(e.dir, "s")
 	url := "chromem://" + dir + "?collection=m"
 	for _, k := range []string{"a", "b", "c"} {
-		e.ok("--store", url, "--embedder", "hash:8", "add", "-l", "scratchpad", "--key", k, "value "+k)
+		e.ok("--store", url, "--embedder", "hash:8", "add", "-l", "scratchpad", "--scope", "global", "--key", k, "value "+k)
 	}
 	log := filepath.Join(dir, "m", "records.log")
 	st, err := os.Stat(log)

@@ -85,7 +85,7 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 	e.ok(append(m, "add", "-l", "semantic", "-t", so.tb, "-r", so.bob, "Oslo")...)
 	before := so.keys(t, st)
 	aliceGone := append(sessionKeys(so.alice, so.ta),
-		tk(so.alice, so.quiet, "_strata", "last_assembly"), tk(so.alice, so.quiet, "notes", "state"), tk("", so.quiet, "_strata", "resource"),
+		tk(so.alice, so.quiet, "_strata", assemblies), tk(so.alice, so.quiet, "notes", "state"), tk("", so.quiet, "_strata", "resource"),
 		tk(so.alice, so.stray, "notes", "state"), tk(so.alice, "", "notes", "state"))
 	slices.Sort(aliceGone)
 	for _, k := range aliceGone {
@@ -99,7 +99,7 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 			wantLeft = append(wantLeft, k)
 		}
 	}
-	bobQuiet := []string{tk(so.bob, so.bquiet, "_strata", "last_assembly"), tk(so.bob, so.bquiet, "notes", "state"), tk("", so.bquiet, "_strata", "resource")}
+	bobQuiet := []string{tk(so.bob, so.bquiet, "_strata", assemblies), tk(so.bob, so.bquiet, "notes", "state"), tk("", so.bquiet, "_strata", "resource")}
 	for _, k := range append(bobQuiet, tk("", so.stray, "notes", "state")) {
 		if !slices.Contains(wantLeft, k) {
 			t.Fatalf("the scenario did not write %q: %q", k, before)
@@ -116,7 +116,7 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 		!strings.Contains(left[0].Reason, "no run bound the thread to resource") {
 		t.Errorf("dry run leaves %+v, want the legacy state of %s", left, so.stray)
 	}
-	want := fmt.Sprintf("and %d state keys from %s", len(aliceGone), stateLoc)
+	want := fmt.Sprintf("and %d state keys from %s", len(planned), stateLoc)
 	if !strings.Contains(dry.stderr, "would delete 1 memory from") || !strings.Contains(dry.stderr, want) {
 		t.Errorf("dry run stderr lacks %q: %s", want, dry.stderr)
 	}
@@ -133,7 +133,7 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 	var res rmResult
 	r := e.ok(append(m, "rm", "--resource", so.alice, "--yes", "--json")...)
 	decodeJSON(t, r.stdout, &res)
-	if res.Deleted != 1 || res.StateDeleted != len(aliceGone) || !slices.Equal(keyStrings(res.StateKeys), aliceGone) {
+	if res.Deleted != 1 || res.StateDeleted != len(res.StateKeys) || !slices.Equal(keyStrings(res.StateKeys), aliceGone) {
 		t.Errorf("rm --json = %+v, want 1 record and the state keys %q", res, aliceGone)
 	}
 	// The binding of quiet goes before its tenancy scope, which is what
@@ -143,7 +143,7 @@ func (so stateOnly) check(t *testing.T, e *env, m []string, stateLoc string, st 
 		order[i] = k.String()
 	}
 	binding := slices.Index(order, tk("", so.quiet, "_strata", "resource"))
-	for _, k := range []string{tk(so.alice, so.quiet, "_strata", "last_assembly"), tk(so.alice, so.quiet, "notes", "state")} {
+	for _, k := range []string{tk(so.alice, so.quiet, "_strata", assemblies), tk(so.alice, so.quiet, "notes", "state")} {
 		if i := slices.Index(order, k); i < binding {
 			t.Errorf("rm deleted %q before the binding %s: %q", k, so.quiet, order)
 		}

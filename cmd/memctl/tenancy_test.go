@@ -150,7 +150,7 @@ func TestTenancyRemoveResource(t *testing.T) {
 	// --thread with --resource: dave's main only, under dave's keys.
 	r := e.ok(append(m, "rm", "-r", "dave", "-t", "main", "--dry-run", "--json")...)
 	n, keys, left := dryRunLines(t, r.stdout)
-	wantKeys := []string{tk("dave", "main", "_strata", "last_assembly"), tk("dave", "main", "notes", "state")}
+	wantKeys := []string{tk("dave", "main", "_strata", assemblies), tk("dave", "main", "notes", "state")}
 	if n != 1 || !slices.Equal(keyStrings(keys), wantKeys) {
 		t.Errorf("rm -r dave -t main --dry-run: %d records, keys %q; want 1 and %q", n, keyStrings(keys), wantKeys)
 	}
@@ -202,9 +202,9 @@ func TestTenancyRemoveResource(t *testing.T) {
 	}
 	wantGone := []string{
 		"resource/carol/profile/state",
-		tk("carol", "main", "_strata", "last_assembly"), tk("carol", "main", "notes", "state"),
+		tk("carol", "main", "_strata", assemblies), tk("carol", "main", "notes", "state"),
 		tk("carol", "solo", "notes", "state"), tk("", "solo", "notes", "state"),
-		tk("carol", "cb", "notes", "state"), tk("", "cb", "_strata", "last_assembly"), tk("", "cb", "_strata", "resource"), tk("", "cb", "notes", "state"),
+		tk("carol", "cb", "notes", "state"), tk("", "cb", "_strata", assemblies), tk("", "cb", "_strata", "resource"), tk("", "cb", "notes", "state"),
 		tk("carol", "dv", "notes", "state"),
 	}
 	slices.Sort(wantGone)

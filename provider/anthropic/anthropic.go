@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/lastresp"
 	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
@@ -53,6 +54,15 @@ type Options struct {
 	// CacheTTL is the lifetime of the cache entries the breakpoints ask
 	// for: "" (the API's default, five minutes), "5m" or "1h".
 	CacheTTL string
+	// NoCacheDiagnostics stops asking for the API's cache diagnostics.
+	// By default every request of a thread (Request.ThreadID) carries
+	// diagnostics.previous_message_id, the id of the thread's previous
+	// response (null on the first, which opts the thread in), and the
+	// answer's account of a cache miss comes back in
+	// Response.Cache.Miss. Model ids of Amazon Bedrock or Vertex AI
+	// deployments, where the API has no diagnostics, never ask. Set it
+	// for servers that speak the Messages API but reject the field.
+	NoCacheDiagnostics bool
 	// HTTPClient replaces the SDK's HTTP client.
 	HTTPClient *http.Client
 	// RequestOptions are appended to the adapter's SDK options (extra
@@ -65,6 +75,10 @@ type Options struct {
 type Model struct {
 	client sdk.Client
 	opts   Options
+	// diagnose is whether requests ask for cache diagnostics; last holds
+	// each thread's latest response id for them.
+	diagnose bool
+	last     lastresp.Table
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -96,7 +110,8 @@ func New(opts Options) (*Model, error) {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
 	ro = append(ro, opts.RequestOptions...)
-	return &Model{client: sdk.NewClient(ro...), opts: opts}, nil
+	return &Model{client: sdk.NewClient(ro...), opts: opts,
+		diagnose: !opts.NoCacheDiagnostics && diagnosticsSupported(opts.Model)}, nil
 }
 
 // Respond sends one Messages request built from req.View and returns the
@@ -113,6 +128,9 @@ func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Re
 	params, names, err := m.buildParams(req.View, maxTokens)
 	if err != nil {
 		return nil, err
+	}
+	if d, ok := m.diagnostics(req.ThreadID); ok {
+		params.Diagnostics = d
 	}
 	if m.opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -132,7 +150,15 @@ func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Re
 	if err != nil {
 		return nil, toError(ctx, err)
 	}
-	return toResponse(msg, names)
+	resp, err := toResponse(msg, names)
+	if err != nil {
+		return nil, err
+	}
+	if m.diagnose && req.ThreadID != "" && msg.ID != "" {
+		// The thread's next request is compared with this one.
+		m.last.Set(req.ThreadID, msg.ID)
+	}
+	return resp, nil
 }
 
 // errIncompleteStream: the event stream ended without message_stop.
@@ -218,6 +244,7 @@ func toResponse(msg *sdk.Message, names wirename.Table) (*provider.Response, err
 		ReadTokens:     int(u.CacheReadInputTokens),
 		WriteTokens:    int(u.CacheCreationInputTokens),
 		UncachedTokens: int(u.InputTokens),
+		Miss:           cacheMiss(msg),
 	}
 	return resp, nil
 }

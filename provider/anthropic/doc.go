@@ -86,6 +86,44 @@
 // is not sent: the Messages API has no cache key, the markers are the
 // whole contract.
 //
+// The API looks for a cached prefix at each marker and at the 20 block
+// boundaries before it, no further. A round of many parallel tool calls
+// (30 calls are 30 tool_use and 30 tool_result blocks) puts the previous
+// request's history marker out of that reach, and the whole history
+// would be written again. When 20 or more blocks separate the history
+// marker from the end of the previous request of the loop — the block
+// before the last assistant message — the adapter adds a fourth marker
+// there (a bridge), which reads the previous entry back. Markers are not
+// billed, only the tokens read and written, so a bridge costs nothing;
+// it is added only while the request carries fewer than four.
+//
+// # Cache diagnostics
+//
+// The Claude API can say why a request missed the cache: given the id of
+// an earlier response (diagnostics.previous_message_id) it compares the
+// two requests and names the first divergence. Each request of a thread
+// (Request.ThreadID) carries the diagnostics object: null on the thread's
+// first request, which opts it in, and after that the id of the thread's
+// previous response, kept by the Model (for the last 4096 threads). The
+// answer's diagnostics become Response.Cache.Miss:
+//
+//   - null (nothing diverged, or none asked for): Miss is nil;
+//   - cache_miss_reason null (the comparison had not finished): Pending;
+//   - model_changed, system_changed, tools_changed, messages_changed,
+//     previous_message_not_found, unavailable: Reason is the matching
+//     core.MissReason, Detail the type as sent, MissedTokens its
+//     cache_missed_input_tokens (the tokens the divergence cost, given for
+//     the *_changed types). A type this adapter does not know is
+//     MissUnavailable with the type in Detail.
+//
+// The comparison is about the request's structure, not whether the cache
+// hit: messages_changed with a small MissedTokens is normal when content
+// after the history marker (live band, updates, tail) changed. No
+// beta header is needed. Diagnostics exist on the Claude API only, so a
+// model id of an Amazon Bedrock ("anthropic." in it, or an ARN) or Vertex
+// AI ('@' in it) deployment never asks; Options.NoCacheDiagnostics turns
+// them off for servers that reject the field.
+//
 // # Cache figures
 //
 // input_tokens excludes the cache: ReadTokens = cache_read_input_tokens,

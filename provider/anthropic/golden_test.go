@@ -39,7 +39,7 @@ func TestGoldenRequests(t *testing.T) {
 		for _, gv := range pt.GoldenViews(t) {
 			t.Run(fmt.Sprintf("%s/stream=%v", gv.Name, stream), func(t *testing.T) {
 				n := f.Requests()
-				resp, err := m.Respond(context.Background(), provider.Request{View: gv.View, ThreadID: "thread-1", MaxOutputTokens: 1024})
+				resp, err := m.Respond(context.Background(), provider.Request{View: gv.View, ThreadID: "thread-" + gv.Name, MaxOutputTokens: 1024})
 				if err != nil {
 					t.Fatal(err)
 				}

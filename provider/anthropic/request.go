@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -135,19 +136,20 @@ func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParam
 
 	// Breakpoints by item index, only in the bands that may carry one and
 	// no more than the API takes. None at all when anchoring is off.
-	marks := map[int]bool{}
+	marks := map[int]core.Band{}
 	for _, bp := range view.Breakpoints {
 		if len(marks) == maxBreakpoints {
 			break
 		}
 		switch bp.Band {
 		case core.BandSystem, core.BandAnchor, core.BandHistory:
-			marks[bp.Index] = true
+			marks[bp.Index] = bp.Band
 		}
 	}
 
 	var b requestBuilder
 	var refs []blockRef
+	history := -1 // the index in refs of history's breakpoint
 	i := 0
 	for band, it := range view.All() {
 		if err := b.addItem(band, it); err != nil {
@@ -156,13 +158,19 @@ func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParam
 		// The breakpoint goes on the last block emitted up to this item:
 		// its own block, or the one before when it rendered to nothing.
 		// Merged messages do not move it, since blocks keep their order.
-		if marks[i] && b.any && (len(refs) == 0 || refs[len(refs)-1] != b.last) {
+		if mb, ok := marks[i]; ok && b.any && (len(refs) == 0 || refs[len(refs)-1] != b.last) {
 			refs = append(refs, b.last)
+			if mb == core.BandHistory {
+				history = len(refs) - 1
+			}
 		}
 		i++
 	}
 	if len(b.msgs) == 0 {
 		return p, nil, fmt.Errorf("%w: the view has no messages after the system prompt", ErrInvalidRequest)
+	}
+	if history >= 0 && len(refs) < maxBreakpoints {
+		refs = b.bridge(refs, history)
 	}
 	cc := sdk.NewCacheControlEphemeralParam()
 	cc.TTL = sdk.CacheControlEphemeralTTL(m.opts.CacheTTL)
@@ -174,6 +182,61 @@ func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParam
 	p.System = b.system
 	p.Messages = b.msgs
 	return p, names, nil
+}
+
+// lookbackBlocks is how far before a breakpoint the API looks for a
+// cached prefix: it checks the breakpoint's block and the boundaries of
+// the 20 blocks before it, and finds nothing further back.
+const lookbackBlocks = 20
+
+// bridge adds a breakpoint where the previous request of an agent loop
+// ended, when the history breakpoint (refs[history]) is too far past it
+// for the lookback to reach. Each model call of a loop sends the last one
+// again plus the model's answer and what answered it: a round of 30
+// parallel calls adds 30 tool_use and 30 tool_result blocks after the
+// previous request's history breakpoint, so the new breakpoint would find
+// nothing cached and write the whole history again. The previous request
+// ended just before the last assistant message, and a breakpoint there
+// reads its entry back (and looks 20 blocks further back itself, should a
+// context update have been placed there since). A breakpoint costs
+// nothing by itself — the API bills the tokens read and written, not the
+// markers — so a bridge that finds nothing only spends a free slot; it is
+// added only while the request has fewer than four and only after every
+// breakpoint before history's, where it could not help.
+func (b *requestBuilder) bridge(refs []blockRef, history int) []blockRef {
+	end := refs[history]
+	if end.system {
+		return refs
+	}
+	// start[k] is the position of message k's first block among all the
+	// message blocks.
+	start := make([]int, len(b.msgs)+1)
+	for k := range b.msgs {
+		start[k+1] = start[k] + len(*b.content(k))
+	}
+	pos := func(r blockRef) int {
+		if r.system {
+			return -1
+		}
+		return start[r.msg] + r.block
+	}
+	a := end.msg
+	for a > 0 && b.msgs[a].OfAssistant == nil {
+		a--
+	}
+	if a == 0 {
+		return refs // no assistant message: the first request of a thread
+	}
+	prev := blockRef{msg: a - 1, block: len(*b.content(a - 1)) - 1}
+	if pos(end)-pos(prev) < lookbackBlocks {
+		return refs
+	}
+	for _, r := range refs[:history] {
+		if pos(r) >= pos(prev) {
+			return refs
+		}
+	}
+	return slices.Insert(refs, history, prev)
 }
 
 func (b *requestBuilder) addItem(band core.Band, it core.Item) error {

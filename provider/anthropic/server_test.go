@@ -29,6 +29,105 @@ type fakeAnthropic struct {
 	// omitCache leaves the cache fields out of usage, like a compatible
 	// server that does not report them.
 	omitCache bool
+	// fingerprints are the requests that asked for cache diagnostics, by
+	// the id of their response, as the API keeps them.
+	fingerprints map[string]fingerprint
+	// pendingDiagnosis answers diagnostics with a null cache_miss_reason,
+	// as the API does when its comparison has not finished.
+	pendingDiagnosis bool
+}
+
+// fingerprint is what the cache diagnostics compare: the model, and the
+// system, tools and message blocks as hashed identities with their
+// token estimates (cache_control left out, it is no content).
+type fingerprint struct {
+	model                  string
+	tools, system, message []fpBlock
+}
+
+type fpBlock struct {
+	id     string
+	tokens int
+}
+
+func fingerprintOf(req map[string]any) fingerprint {
+	fp := fingerprint{}
+	fp.model, _ = req["model"].(string)
+	block := func(role string, v any) fpBlock {
+		m, _ := v.(map[string]any)
+		c := map[string]any{}
+		for k, x := range m {
+			if k != "cache_control" {
+				c[k] = x
+			}
+		}
+		raw, _ := json.Marshal(c)
+		return fpBlock{id: role + ":" + string(raw), tokens: max(1, estimate.Count(string(raw)))}
+	}
+	tools, _ := req["tools"].([]any)
+	for _, t := range tools {
+		fp.tools = append(fp.tools, block("tool", t))
+	}
+	sys, _ := req["system"].([]any)
+	for _, b := range sys {
+		fp.system = append(fp.system, block("system", b))
+	}
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		role, _ := msg["role"].(string)
+		blocks, _ := msg["content"].([]any)
+		for _, b := range blocks {
+			fp.message = append(fp.message, block(role, b))
+		}
+	}
+	return fp
+}
+
+func tokensOf(blocks []fpBlock) int {
+	n := 0
+	for _, b := range blocks {
+		n += b.tokens
+	}
+	return n
+}
+
+// diagnose compares cur with the fingerprint prev the way the cache
+// diagnostics documentation describes, in the order the API caches:
+// model, tools, system, then messages, which may only have blocks
+// appended. It returns the diagnostics object, nil for no divergence.
+// cache_missed_input_tokens estimates the previous request's tokens from
+// the divergence on.
+func diagnose(prev, cur fingerprint) map[string]any {
+	miss := func(typ string, tokens int) map[string]any {
+		return map[string]any{"cache_miss_reason": map[string]any{"type": typ, "cache_missed_input_tokens": tokens}}
+	}
+	all := tokensOf(prev.tools) + tokensOf(prev.system) + tokensOf(prev.message)
+	same := func(a, b []fpBlock) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case prev.model != cur.model:
+		return miss("model_changed", all)
+	case !same(prev.tools, cur.tools):
+		return miss("tools_changed", all)
+	case !same(prev.system, cur.system):
+		return miss("system_changed", all-tokensOf(prev.tools))
+	}
+	for i, b := range prev.message {
+		if i >= len(cur.message) || cur.message[i] != b {
+			return miss("messages_changed", tokensOf(prev.message[i:]))
+		}
+	}
+	return nil
 }
 
 // fakeReply is the content of one answer.
@@ -109,8 +208,9 @@ func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request, got pt.Re
 		u["service_tier"] = "standard"
 	}
 	id := fmt.Sprintf("msg_%03d", n)
+	diag := f.diagnostics(id, req)
 	if stream, _ := req["stream"].(bool); stream {
-		f.writeStream(w, id, model, rep, u, out)
+		f.writeStream(w, id, model, rep, u, out, diag)
 		return
 	}
 	// A cut-off tool_use carries the input the server could parse.
@@ -124,17 +224,47 @@ func (f *fakeAnthropic) handle(w http.ResponseWriter, r *http.Request, got pt.Re
 		}
 	}
 	msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
-		"content": content, "stop_reason": rep.stopReason, "stop_sequence": nil, "usage": u}
+		"content": content, "stop_reason": rep.stopReason, "stop_sequence": nil, "usage": u, "diagnostics": diag}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("request-id", "req_"+id)
 	_ = json.NewEncoder(w).Encode(msg)
+}
+
+// diagnostics keeps the fingerprint of a request that carries the
+// diagnostics object under its response id and, when it names a previous
+// response, compares the two: the response's diagnostics, nil (null) when
+// none were asked for or nothing diverged.
+func (f *fakeAnthropic) diagnostics(id string, req map[string]any) map[string]any {
+	d, ok := req["diagnostics"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := fingerprintOf(req)
+	if f.fingerprints == nil {
+		f.fingerprints = map[string]fingerprint{}
+	}
+	f.fingerprints[id] = cur
+	prevID, _ := d["previous_message_id"].(string)
+	if prevID == "" {
+		return nil
+	}
+	if f.pendingDiagnosis {
+		return map[string]any{"cache_miss_reason": nil}
+	}
+	prev, found := f.fingerprints[prevID]
+	if !found {
+		return map[string]any{"cache_miss_reason": map[string]any{"type": "previous_message_not_found"}}
+	}
+	return diagnose(prev, cur)
 }
 
 // writeStream answers with the event sequence of the streaming Messages
 // API: message_start (input usage), per block a start, deltas split in
 // pieces and a stop, message_delta (stop reason, output usage),
 // message_stop, with a ping in between.
-func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep fakeReply, usage map[string]any, out int) {
+func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep fakeReply, usage map[string]any, out int, diag map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	fl, _ := w.(http.Flusher)
@@ -152,7 +282,7 @@ func (f *fakeAnthropic) writeStream(w http.ResponseWriter, id, model string, rep
 	startUsage["output_tokens"] = 1
 	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": startUsage}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": startUsage, "diagnostics": diag}})
 	send("ping", map[string]any{"type": "ping"})
 	for i, b := range rep.blocks {
 		switch b["type"] {

@@ -82,6 +82,36 @@
 //
 // Neither is sent when anchoring is disabled (no breakpoints).
 //
+// Options.CacheRetention sends prompt_cache_retention ("in_memory", or
+// "24h" for extended retention: the longest a prefix is kept) on either
+// API; Options.CacheTTL sends prompt_cache_options.ttl ("30m" or "12h":
+// the shortest lifetime of what a request writes; Responses, gpt-5.6 and
+// later). Neither is sent by default, which leaves the server's own.
+//
+// # Prompt-cache diagnostics
+//
+// On the Responses API, gpt-5.6 and later models say why a request could
+// not reuse the prefix of an earlier response named in
+// prompt_cache_options.comparison_response_id. The Model keeps each
+// thread's latest response id (for the last 4096 threads) and names it in
+// the thread's next request; the first request of a thread, requests
+// without Request.ThreadID, Chat Completions and other models ask for
+// nothing, and Options.NoCacheDiagnostics turns it off. Naming a baseline
+// only asks for the comparison: it loads no conversation and changes
+// nothing about which cached prefix the request may use. The response's
+// prompt_cache_diagnostics become Response.Cache.Miss:
+//
+//   - absent, null or cache_hit: Miss is nil;
+//   - cache_miss: Detail is its reason as sent, MissedTokens its
+//     cache_missed_tokens, and Reason MissModelChanged for model_changed
+//     and service_tier_changed, MissToolsChanged for tools_changed,
+//     MissMessagesChanged for input_changed and context_compacted (the
+//     system prompt travels as input, so its changes show here too), and
+//     MissUnavailable for a changed prompt_cache_key, text format,
+//     reasoning effort or verbosity, or a reason added later;
+//   - comparison_response_not_found: MissPreviousNotFound;
+//   - unavailable, or a type added later: MissUnavailable.
+//
 // # Cache figures
 //
 // The prompt count includes the cached tokens: ReadTokens = cached_tokens,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
+	"github.com/stratamem/strata/provider/internal/lastresp"
 	"github.com/stratamem/strata/provider/internal/wirename"
 )
 
@@ -114,6 +115,21 @@ type Options struct {
 	// thread's requests are routed to the same cache; an id over 64 bytes,
 	// the key's limit, is sent as a stable hash of it.
 	NoCacheKey bool
+	// NoCacheDiagnostics stops asking for prompt-cache diagnostics. By
+	// default, on the Responses API with a model that has them (gpt-5.6
+	// and later), each request of a thread (Request.ThreadID) after the
+	// first names the thread's previous response in
+	// prompt_cache_options.comparison_response_id, and the answer's
+	// account of a miss comes back in Response.Cache.Miss.
+	NoCacheDiagnostics bool
+	// CacheRetention is prompt_cache_retention, the longest OpenAI keeps
+	// a cached prefix: "" (the server's default), "in_memory" or "24h"
+	// (extended retention). gpt-5.5 and later accept only "24h".
+	CacheRetention string
+	// CacheTTL is prompt_cache_options.ttl, the shortest lifetime of the
+	// cache entries a request writes (Responses API, gpt-5.6 and later):
+	// "" (the server's default, 30 minutes), "30m" or "12h".
+	CacheTTL string
 	// HTTPClient replaces the SDK's HTTP client.
 	HTTPClient *http.Client
 	// RequestOptions are appended to the adapter's SDK options (extra
@@ -127,6 +143,10 @@ type Options struct {
 type Model struct {
 	client sdk.Client
 	opts   Options
+	// diagnose is whether requests ask for prompt-cache diagnostics; last
+	// holds each thread's latest response id, the baseline they name.
+	diagnose bool
+	last     lastresp.Table
 }
 
 var _ provider.Model = (*Model)(nil)
@@ -152,6 +172,12 @@ func New(opts Options) (*Model, error) {
 		return nil, &OptionError{Field: "CacheControl", Reason: "only Chat Completions carries cache_control (set API: ChatCompletions)"}
 	case opts.LegacyMaxTokens && opts.API != ChatCompletions:
 		return nil, &OptionError{Field: "LegacyMaxTokens", Reason: "only Chat Completions has max_tokens"}
+	case opts.CacheRetention != "" && opts.CacheRetention != "in_memory" && opts.CacheRetention != "24h":
+		return nil, &OptionError{Field: "CacheRetention", Reason: fmt.Sprintf(`%q: want "", "in_memory" or "24h"`, opts.CacheRetention)}
+	case opts.CacheTTL != "" && opts.CacheTTL != "30m" && opts.CacheTTL != "12h":
+		return nil, &OptionError{Field: "CacheTTL", Reason: fmt.Sprintf(`%q: want "", "30m" or "12h"`, opts.CacheTTL)}
+	case opts.CacheTTL != "" && opts.API != Responses:
+		return nil, &OptionError{Field: "CacheTTL", Reason: "only the Responses API has prompt_cache_options"}
 	}
 	ro := []option.RequestOption{option.WithMaxRetries(opts.MaxRetries)}
 	if opts.APIKey != "" {
@@ -164,7 +190,8 @@ func New(opts Options) (*Model, error) {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
 	ro = append(ro, opts.RequestOptions...)
-	return &Model{client: sdk.NewClient(ro...), opts: opts}, nil
+	return &Model{client: sdk.NewClient(ro...), opts: opts,
+		diagnose: opts.API == Responses && !opts.NoCacheDiagnostics && diagnosticsSupported(opts.Model)}, nil
 }
 
 // Respond sends one request built from req.View and returns the model's

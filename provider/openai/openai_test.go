@@ -33,6 +33,9 @@ func TestNewValidatesOptions(t *testing.T) {
 		{openai.Options{Model: "m", Timeout: -1}, "Timeout"},
 		{openai.Options{Model: "m", CacheControl: true}, "CacheControl"},
 		{openai.Options{Model: "m", LegacyMaxTokens: true}, "LegacyMaxTokens"},
+		{openai.Options{Model: "m", CacheRetention: "1h"}, "CacheRetention"},
+		{openai.Options{Model: "m", CacheTTL: "24h"}, "CacheTTL"},
+		{openai.Options{Model: "m", CacheTTL: "12h", API: openai.ChatCompletions}, "CacheTTL"},
 	} {
 		_, err := openai.New(tc.opts)
 		var oe *openai.OptionError

@@ -97,6 +97,13 @@ func (m *Model) responsesParams(req provider.Request, maxTokens int) (responses.
 	if req.ThreadID != "" && !m.opts.NoCacheKey {
 		p.PromptCacheKey = param.NewOpt(cacheKey(req.ThreadID))
 	}
+	if m.opts.CacheRetention != "" {
+		p.PromptCacheRetention = responses.ResponseNewParamsPromptCacheRetention(m.opts.CacheRetention)
+	}
+	p.PromptCacheOptions.Ttl = m.opts.CacheTTL
+	if id, ok := m.last.Get(req.ThreadID); ok && m.diagnose {
+		p.PromptCacheOptions.ComparisonResponseID = param.NewOpt(id)
+	}
 	return p, nil
 }
 
@@ -114,7 +121,15 @@ func (m *Model) respondResponses(ctx context.Context, req provider.Request, maxT
 	if err != nil {
 		return nil, err
 	}
-	return responsesResponse(r, names)
+	resp, err := responsesResponse(r, names)
+	if err != nil {
+		return nil, err
+	}
+	if m.diagnose {
+		// The thread's next request is compared with this response.
+		m.last.Set(req.ThreadID, r.ID)
+	}
+	return resp, nil
 }
 
 // streamResponses reads the event stream up to its terminal event, which
@@ -187,5 +202,6 @@ func responsesResponse(r *responses.Response, names wirename.Table) (*provider.R
 	d := u.InputTokensDetails
 	resp.Cache = cacheReport(u.InputTokens, d.CachedTokens, d.CacheWriteTokens,
 		r.JSON.Usage.Valid() && u.JSON.InputTokensDetails.Valid() && d.JSON.CachedTokens.Valid())
+	resp.Cache.Miss = cacheMiss(r)
 	return resp, nil
 }

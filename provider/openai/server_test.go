@@ -33,6 +33,96 @@ type fakeOpenAI struct {
 	// errCode, when set, is the type and code of the Failure answers
 	// (e.g. "insufficient_quota"), else they follow the status.
 	errCode string
+	// responses are the Responses requests answered, by response id: the
+	// baselines prompt-cache diagnostics compare with.
+	responses map[string]fingerprint
+}
+
+// fingerprint is what prompt-cache diagnostics compare: the settings that
+// key the cache and the tools and input items, without their cache
+// markers, each with its token estimate.
+type fingerprint struct {
+	model, key, tier string
+	tools, input     []fpItem
+}
+
+type fpItem struct {
+	id     string
+	tokens int
+}
+
+func fingerprintOf(req map[string]any) fingerprint {
+	fp := fingerprint{}
+	fp.model, _ = req["model"].(string)
+	fp.key, _ = req["prompt_cache_key"].(string)
+	fp.tier, _ = req["service_tier"].(string)
+	items := func(key string) []fpItem {
+		var out []fpItem
+		list, _ := req[key].([]any)
+		for _, v := range list {
+			c, _ := json.Marshal(v) // simBlocks stripped the markers
+			out = append(out, fpItem{string(c), max(1, estimate.Count(string(c)))})
+		}
+		return out
+	}
+	fp.tools, fp.input = items("tools"), items("input")
+	return fp
+}
+
+// diagnose compares a request with the response it names, in the order
+// OpenAI's guide lists what breaks reuse (model, service tier, cache key,
+// tools, then the input prefix), as prompt_cache_diagnostics.
+func diagnose(prev, cur fingerprint) map[string]any {
+	total := 0
+	for _, it := range append(append([]fpItem{}, prev.tools...), prev.input...) {
+		total += it.tokens
+	}
+	miss := func(reason string, missed int) map[string]any {
+		return map[string]any{"type": "cache_miss", "reason": reason, "cache_missed_tokens": missed, "comparison_reusable_tokens": total}
+	}
+	switch {
+	case prev.model != cur.model:
+		return miss("model_changed", total)
+	case prev.tier != cur.tier:
+		return miss("service_tier_changed", total)
+	case prev.key != cur.key:
+		return miss("prompt_cache_key_changed", total)
+	case !slices.Equal(prev.tools, cur.tools):
+		return miss("tools_changed", total)
+	}
+	for i, it := range prev.input {
+		if i >= len(cur.input) || cur.input[i] != it {
+			missed := 0
+			for _, rest := range prev.input[i:] {
+				missed += rest.tokens
+			}
+			return miss("input_changed", missed)
+		}
+	}
+	return map[string]any{"type": "cache_hit"}
+}
+
+// diagnostics keeps the request as the baseline of response id and, when
+// it names a comparison response, returns the diagnostics to answer
+// with (nil when none were asked for).
+func (f *fakeOpenAI) diagnostics(id string, req map[string]any) map[string]any {
+	cur := fingerprintOf(req)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.responses == nil {
+		f.responses = map[string]fingerprint{}
+	}
+	f.responses[id] = cur
+	opts, _ := req["prompt_cache_options"].(map[string]any)
+	cmp, _ := opts["comparison_response_id"].(string)
+	if cmp == "" {
+		return nil
+	}
+	prev, ok := f.responses[cmp]
+	if !ok {
+		return map[string]any{"type": "comparison_response_not_found"}
+	}
+	return diagnose(prev, cur)
 }
 
 type fakeReply struct {
@@ -49,6 +139,9 @@ type fakeReply struct {
 	// streamErrCode is the code of the streamErr failure ("server_error"
 	// on Responses, a numeric 502 on Chat when empty).
 	streamErrCode string
+	// diagnostics is the response's prompt_cache_diagnostics (Responses),
+	// set by the server.
+	diagnostics map[string]any
 }
 
 type fakeCall struct{ id, name, args string }
@@ -138,6 +231,7 @@ func (f *fakeOpenAI) handle(w http.ResponseWriter, r *http.Request, got pt.Recei
 		writeJSON(w, chatCompletion(n, model, rep, u))
 		return
 	}
+	rep.diagnostics = f.diagnostics(fmt.Sprintf("resp_%d", n), req)
 	u := map[string]any{"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out,
 		"output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	if !omit {
@@ -171,6 +265,9 @@ func chatCompletion(n int, model string, rep fakeReply, usage map[string]any) ma
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}}
 	if usage != nil {
 		out["usage"] = usage
+	}
+	if rep.diagnostics != nil {
+		out["prompt_cache_diagnostics"] = rep.diagnostics
 	}
 	return out
 }
@@ -250,6 +347,9 @@ func response(n int, model string, rep fakeReply, usage map[string]any, status s
 		"model": model, "output": output, "error": nil, "incomplete_details": incomplete, "parallel_tool_calls": true, "tools": []any{}}
 	if usage != nil {
 		out["usage"] = usage
+	}
+	if rep.diagnostics != nil {
+		out["prompt_cache_diagnostics"] = rep.diagnostics
 	}
 	return out
 }

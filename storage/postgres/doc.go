@@ -43,6 +43,37 @@
 // so they keep increasing across delete and re-create and a writer holding a
 // revision from before a delete can never succeed (no ABA).
 //
+// # One URL
+//
+// storage.Open takes the URL of the environment's pgvector collection, so
+// one connection string opens records and state:
+//
+//	postgres://app@db/strata?collection=memories&dimension=512&state_table=app_state&timeout=1m
+//
+// The state store reads timeout (Options.Timeout, shared with pgvector,
+// where it bounds each call too) and state_table (Options.Table; see
+// StateParams), checks the form of the vector side's parameters
+// (VectorParams: collection, dimension, pgvector's index and bulk options,
+// ...) and ignores them; pgvector checks state_table and ignores it. Any
+// other parameter goes to pgx as a connection parameter (sslmode,
+// application_name, pool_max_conns, ...).
+//
+// # Several processes
+//
+// Any number of processes may share one table: every server of a fleet
+// behind an HTTP load balancer, workers, memctl. Each opens the same URL
+// with its own pool; the schema is migrated once (see Migrations); every
+// Put and Delete is a compare-and-swap decided by PostgreSQL's row lock
+// and unique index, so of two processes writing a key from the same
+// revision exactly one succeeds and the other gets a *storage.ConflictError
+// and re-reads. TestCASAcrossProcesses runs two OS processes appending to
+// the same keys and checks that no update is lost. Keep the sum of the
+// pools (pool_max_conns per process, or Options.MaxConns) under the
+// server's max_connections. A hot standby can serve Get and Keys where a
+// slightly stale answer is fine; a revision read there is safe to write
+// against (a stale one conflicts) but conflicts until the standby catches
+// up, so read state you are about to replace from the primary.
+//
 // # Migrations
 //
 // Open and New bring the schema up to date under a transaction-scoped

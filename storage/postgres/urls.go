@@ -25,19 +25,31 @@ func init() {
 	storage.Register(SchemeAlt, openURL)
 }
 
-// VectorParams are the URL parameters of the vector side of an environment
-// (vectorstore's common ones and pgvector's own): a state store opened with
-// the URL of a pgvector collection checks and ignores them, so one URL
-// opens both. The state table is DefaultTable in the connection's
-// search_path whatever the pgvector schema.
+// One URL opens the records (vectorstore.Open with the pgvector driver)
+// and the state (storage.Open) of an environment: each side checks the
+// other's parameters and ignores them.
+//
+// VectorParams are the parameters of the vector side (vectorstore's common
+// ones and pgvector's own): a state store opened by URL checks the form of
+// their values (an integer, a duration, a boolean, a known distance) and
+// ignores them. The state table is DefaultTable in the connection's
+// search_path, whatever the pgvector schema, unless state_table names
+// another. TestOneURL in package pgvector keeps the list in step with the
+// driver's.
 var VectorParams = []string{"collection", "dimension", "distance", "metadata_keys",
-	"schema", "index", "m", "ef_construction", "ef_search", "exact", "copy_threshold"}
+	"schema", "index", "m", "ef_construction", "ef_search", "exact", "copy_threshold",
+	"bulk_timeout", "defer_index"}
 
-// openURL opens "postgres://user@host/db". Parameters: timeout (a Go
-// duration, Options.Timeout; shared with pgvector, where it has the same
-// meaning), the VectorParams (checked, ignored), and the connection
-// parameters pgx reads (sslmode, application_name, pool_max_conns, ...),
-// passed on unchanged.
+// StateParams are the parameters of the state side: timeout
+// (Options.Timeout, a positive Go duration; pgvector reads it too, with
+// the same meaning for its calls) and state_table (Options.Table). The
+// pgvector driver checks state_table's form and ignores it.
+var StateParams = []string{"timeout", "state_table"}
+
+// openURL opens "postgres://user@host/db". Parameters: StateParams, the
+// VectorParams (checked, ignored), and the connection parameters pgx
+// reads (sslmode, application_name, pool_max_conns, ...), passed on
+// unchanged.
 func openURL(ctx context.Context, u *url.URL) (storage.Store, error) {
 	bad := func(k, format string, args ...any) error {
 		return fmt.Errorf("%w: parameter %q: "+format, append([]any{storage.ErrInvalidURL, k}, args...)...)
@@ -56,17 +68,26 @@ func openURL(ctx context.Context, u *url.URL) (storage.Store, error) {
 				return nil, bad(k, "want a positive duration (e.g. 30s), got %q", v)
 			}
 			o.Timeout = d
+		case "state_table":
+			if _, err := newNames(v); err != nil {
+				return nil, bad(k, "want [schema.]name, parts matching [A-Za-z_][A-Za-z0-9_]*, the name at most 49 bytes; got %q", v)
+			}
+			o.Table = v
 		case "dimension", "m", "ef_construction", "ef_search", "copy_threshold":
 			if _, err := strconv.Atoi(v); err != nil {
 				return nil, bad(k, "not an integer: %q", v)
 			}
-		case "exact":
+		case "bulk_timeout":
+			if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+				return nil, bad(k, "want a positive duration (e.g. 10m), got %q", v)
+			}
+		case "exact", "defer_index":
 			if _, err := strconv.ParseBool(v); err != nil {
 				return nil, bad(k, "not a boolean: %q", v)
 			}
 		case "distance":
 			switch strings.ToLower(v) {
-			case "cosine", "dot", "euclidean", "l2", "ip", "inner_product":
+			case "cosine", "cos", "dot", "ip", "inner_product", "euclidean", "l2", "euclid": // vectorstore's names
 			default:
 				return nil, bad(k, "unknown distance %q", v)
 			}

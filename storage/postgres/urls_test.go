@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"testing"
 
@@ -60,4 +61,38 @@ func TestOpenByURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = st2.Close()
+}
+
+// TestOpenByURLStateTable: state_table names the table; the vector side's
+// bulk parameters and distance aliases are checked and ignored, and bad
+// values of either side's parameters are refused before connecting.
+func TestOpenByURLStateTable(t *testing.T) {
+	admin := adminPool(t)
+	table := freshTable(t, admin)
+	u, err := url.Parse(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for k, v := range map[string]string{"state_table": table, "bulk_timeout": "5m", "defer_index": "true", "distance": "cos"} {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	st, err := storage.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := st.(*postgres.Store).Table(); got != `"`+table+`"` {
+		t.Errorf("table %s, want %s", got, table)
+	}
+	for _, kv := range [][2]string{{"state_table", "a-b"}, {"state_table", "x.y.z"}, {"bulk_timeout", "0s"}, {"defer_index", "maybe"}, {"timeout", "soon"}} {
+		q := u.Query()
+		q.Set(kv[0], kv[1])
+		bad := *u
+		bad.RawQuery = q.Encode()
+		if _, err := storage.Open(ctx, bad.String()); !errors.Is(err, storage.ErrInvalidURL) {
+			t.Errorf("%s=%s: %v, want ErrInvalidURL", kv[0], kv[1], err)
+		}
+	}
 }

@@ -34,6 +34,7 @@ const (
 	DefaultEfSearch       = 160
 	DefaultCopyThreshold  = 1000
 	DefaultTimeout        = 30 * time.Second
+	DefaultBulkTimeout    = 10 * time.Minute
 )
 
 // Index methods for Options.Index.
@@ -54,7 +55,8 @@ const (
 // (vectorstore.Options, embedded) and the driver's own. The zero value is
 // useful: dimension and distance as stored, the connection's current schema, an HNSW index (m 16, ef_construction 64) for
 // collections of at most 2000 dimensions, ef_search 160 (DefaultEfSearch),
-// COPY from 1000 records up, 30 s per call.
+// COPY from 1000 records up, 30 s per call and 10 minutes per bulk write,
+// the HNSW index maintained by every write.
 type Options struct {
 	// Options are the portable options: dimension, distance, metadata
 	// keys, clock. The URL opener does not read them (vectorstore.Open
@@ -84,16 +86,41 @@ type Options struct {
 	// top-k matters more than latency on large ones.
 	Exact bool
 	// CopyThreshold is the batch size from which Upsert loads with COPY into
-	// a temporary table and merges with INSERT ... ON CONFLICT; smaller
-	// batches use one INSERT ... SELECT FROM unnest(...). Measured here
-	// (BenchmarkUpsert) both paths load at the same rate, since the merge
-	// and the index dominate; COPY streams, so a huge batch is not one huge
-	// bind message held in server memory. 0 means DefaultCopyThreshold;
-	// negative means never COPY.
+	// a temporary table, merges with INSERT ... ON CONFLICT and COPYs the
+	// postings of the records it inserted (bulk.go); smaller batches use
+	// one INSERT ... SELECT FROM unnest(...), one round trip. COPY streams,
+	// so a huge batch is not one huge bind message held in server memory.
+	// 0 means DefaultCopyThreshold; negative means never COPY (except
+	// with DeferIndex).
 	CopyThreshold int
 	// Timeout bounds each call whose context has no deadline; 0 means
-	// DefaultTimeout, negative means no bound beyond ctx.
+	// DefaultTimeout, negative means no bound beyond ctx. Bulk writes have
+	// their own bound, BulkTimeout.
 	Timeout time.Duration
+	// BulkTimeout bounds, instead of Timeout, an Upsert of CopyThreshold
+	// records or more (any Upsert with DeferIndex) and the index build at
+	// Close of DeferIndex, when the context has no deadline: a
+	// 10,000-record batch takes longer than a call should (10 to 17 s on
+	// the loaded test server with the indexes deferred, minutes with the
+	// HNSW graph maintained). 0 means DefaultBulkTimeout (10 minutes),
+	// negative means no bound beyond ctx. A deadline on the context always
+	// wins, in both directions. The server's own statement_timeout (a URL
+	// parameter, or the role's setting) still applies to every statement.
+	BulkTimeout time.Duration
+	// DeferIndex makes the handle a bulk loader (memctl migrate, an
+	// import): every Upsert takes the COPY path, whatever its size; the
+	// first drops the collection's HNSW index and the postings' term
+	// index, later writes do not maintain them, and Close builds them
+	// once over every row (also when this handle found them missing,
+	// after an interrupted load: run the load again, or open and close a
+	// DeferIndex handle). Inserting into the HNSW graph row by row cost
+	// about 8 ms a record on the test server (512 dimensions); one build
+	// afterwards a fraction of that (BenchmarkBulkLoad). Until Close,
+	// queries and term searches of every process scan: correct, slower
+	// on a large collection. The batch that drops the indexes holds the
+	// table's exclusive lock until it commits: readers and writers wait
+	// for it. Close is then bounded by BulkTimeout.
+	DeferIndex bool
 	// ClosePool makes Close also close the pool (set by Open by URL, which
 	// creates the pool).
 	ClosePool bool
@@ -134,13 +161,15 @@ type collection struct {
 	ownsPool      bool
 
 	// SQL expanded once per collection.
-	qGet, qUpsert, qMerge, qTemp, distExact, distIndex string
-	qInsertIf, qUpdateIf, qDeleteIf                    string
-	qDelete, qReconcile, qSweep                        string
-	// Bulk load into an empty table: drop the HNSW index, load, build it
-	// once over all rows (much faster than inserting into the graph row by
-	// row), in the load's transaction.
-	qEmpty, qDropHNSW, qCreateHNSW, qAnalyze string
+	qGet, qUpsert, qMergeReturning, qTemp, distExact, distIndex string
+	qBulkReconcile                                              string
+	qInsertIf, qUpdateIf, qDeleteIf                             string
+	qDelete, qReconcile, qSweep                                 string
+	// Bulk loads (bulk.go): drop the HNSW and postings indexes, load,
+	// build them once over all rows (much faster than inserting into the
+	// graph row by row), in the load's transaction or at Close.
+	qEmpty, qDropHNSW, qCreateHNSW, qDropTix, qCreateTix, qAnalyze string
+	qLockTable, qIndexesPresent, qIndexesComplete                  string
 }
 
 // openDriver opens the driver-level collection cfg.Name over pool. It makes
@@ -210,6 +239,9 @@ func openDriver(ctx context.Context, pool *pgxpool.Pool, cfg driver.Config, popt
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.BulkTimeout == 0 {
+		o.BulkTimeout = DefaultBulkTimeout
 	}
 	c := &collection{pool: pool, opts: o, exact: o.Exact, ownsPool: o.ClosePool, planCacheMode: "force_custom_plan"}
 	ctx, cancel := c.bound(ctx)
@@ -420,14 +452,26 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
 	c.qEmpty = n.expand(`SELECT NOT EXISTS (SELECT 1 FROM {table})`)
 	c.qDropHNSW = n.expand(`DROP INDEX IF EXISTS {idx_hnsw_q}`)
 	c.qCreateHNSW = n.expand(`{hnsw}`)
-	c.qAnalyze = n.expand(`ANALYZE {table}`)
+	c.qDropTix = n.expand(`DROP INDEX IF EXISTS {idx_tix_q}`)
+	c.qLockTable = n.expand(`LOCK TABLE {table} IN EXCLUSIVE MODE`)
+	// $1: the collection has no HNSW index to look for.
+	c.qIndexesPresent = n.expand(`SELECT (NOT $1 AND to_regclass('{idx_hnsw_q}') IS NOT NULL) OR to_regclass('{idx_tix_q}') IS NOT NULL`)
+	c.qIndexesComplete = n.expand(`SELECT ($1 OR to_regclass('{idx_hnsw_q}') IS NOT NULL) AND to_regclass('{idx_tix_q}') IS NOT NULL`)
+	c.qCreateTix = n.expand(createTixSQL)
+	c.qAnalyze = n.expand(`ANALYZE {table}, {terms}`)
 	// The temporary table has the revision default too: its rows drew
 	// their revision when copied in, and a row inserted by the merge keeps
 	// it rather than drawing another.
 	// ORDER BY id: every writer locks records in id order (see terms.go).
-	c.qMerge = n.expand(`INSERT INTO {table} (` + writeCols + `, embedding, revision) SELECT ` + writeCols + `, embedding, revision FROM strata_vec_load
+	// RETURNING xmax = 0 tells the rows this statement inserted (a row
+	// version it updated carries its transaction as xmax, the lock ON
+	// CONFLICT took), so that the term index is computed only for the
+	// updated ones (bulk.go).
+	c.qMergeReturning = n.expand(`INSERT INTO {table} AS t (` + writeCols + `, embedding, revision) SELECT ` + writeCols + `, embedding, revision FROM strata_vec_load
 ORDER BY id
-` + set)
+` + set + `
+RETURNING t.id, t.xmax = 0`)
+	c.qBulkReconcile = n.expand(bulkReconcileSQL)
 	// Conditional writes: one statement each, atomic under PostgreSQL's
 	// row locking. INSERT ... ON CONFLICT DO NOTHING waits for a concurrent
 	// insert of the id and then does nothing; UPDATE ... WHERE revision =
@@ -472,7 +516,12 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	ctx, cancel := c.bound(ctx)
+	bulk := c.opts.DeferIndex || c.opts.CopyThreshold > 0 && len(recs) >= c.opts.CopyThreshold
+	bound := c.opts.Timeout
+	if bulk {
+		bound = c.opts.BulkTimeout
+	}
+	ctx, cancel := ctxutil.Bound(ctx, bound)
 	defer cancel()
 	// Every writer locks records in id order (terms.go); the caller's
 	// slice keeps its order.
@@ -487,7 +536,7 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 	err := c.withConnRetry(ctx, true, func(conn *pgx.Conn) error {
 		var z zeroKeys
 		var err error
-		if c.opts.CopyThreshold > 0 && len(recs) >= c.opts.CopyThreshold {
+		if bulk {
 			err = c.upsertCopy(ctx, conn, recs, ids, &z)
 		} else {
 			err = c.upsertUnnest(ctx, conn, recs, ids, &z)
@@ -504,18 +553,21 @@ func (c *collection) Upsert(ctx context.Context, recs []driver.Record) error {
 }
 
 // writeBatch runs a write statement and the reconciliation of ids in one
-// pipelined batch: one round trip, one implicit transaction (atomic: an
-// error in either rolls both back). scan reads the write's row, if it
-// returns one; nil for a statement without rows.
+// pipelined batch, after jitOff: one round trip, one implicit transaction
+// (atomic: an error in either rolls both back). scan reads the write's
+// row, if it returns one; nil for a statement without rows.
 func (c *collection) writeBatch(ctx context.Context, conn *pgx.Conn, sql string, args []any, scan []any, ids []string, z *zeroKeys) error {
 	var batch pgx.Batch
+	batch.Queue(jitOff)
 	batch.Queue(sql, args...)
 	batch.Queue(c.qReconcile, ids)
 	br := conn.SendBatch(ctx, &batch)
-	var err error
-	if scan == nil {
+	_, err := br.Exec() // jitOff
+	switch {
+	case err != nil: // the batch failed at its first statement
+	case scan == nil:
 		_, err = br.Exec()
-	} else {
+	default:
 		err = br.QueryRow().Scan(scan...)
 	}
 	if err == nil {
@@ -556,77 +608,6 @@ func (c *collection) upsertUnnest(ctx context.Context, conn *pgx.Conn, recs []dr
 		vecs[i] = pgv.NewVector(r.Vector)
 	}
 	return c.writeBatch(ctx, conn, c.qUpsert, []any{ids, layers, kinds, threads, resources, contents, metas, created, from, to, terms, sketches, vecs}, nil, ids, z)
-}
-
-// upsertCopy bulk-loads a large batch: COPY (binary) into a temporary table,
-// then one INSERT ... ON CONFLICT DO UPDATE merges it, all in a transaction.
-// COPY alone cannot upsert, and row-by-row INSERTs cost a round trip each.
-func (c *collection) upsertCopy(ctx context.Context, conn *pgx.Conn, recs []driver.Record, ids []string, z *zeroKeys) error {
-	return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		// Loading an empty table: build the HNSW graph once after the load
-		// instead of inserting every row into it (measured at 10k x 512-d:
-		// about 2 s against 7 s). The index drop takes the table's
-		// exclusive lock until commit, which only an empty table can
-		// afford: readers wait for the load, nobody sees it half done.
-		rebuild, direct := false, false
-		if c.hnsw {
-			if err := tx.QueryRow(ctx, c.qEmpty).Scan(&rebuild); err != nil {
-				return err
-			}
-			if rebuild {
-				if _, err := tx.Exec(ctx, c.qDropHNSW); err != nil {
-					return err
-				}
-				// Still empty now that the drop holds the table's lock:
-				// nothing can conflict, so COPY straight into the table
-				// and skip the temporary table and the merge.
-				if err := tx.QueryRow(ctx, c.qEmpty).Scan(&direct); err != nil {
-					return err
-				}
-			}
-		}
-		src := pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
-			r := &recs[i]
-			return []any{r.ID, r.Layer, r.Kind, r.Scope.Thread, r.Scope.Resource, r.Text, metaJSON(r.Metadata),
-				tstz(r.CreatedAt), tstz(r.ValidFrom), tstz(r.ValidTo), termsJSON(r.Terms), termSketch(r.Terms), pgv.NewVector(r.Vector)}, nil
-		})
-		columns := strings.Split(writeCols+", embedding", ", ")
-		if direct {
-			if _, err := tx.CopyFrom(ctx, c.n.ident(), columns, src); err != nil {
-				return fmt.Errorf("copy: %w", err)
-			}
-		} else {
-			if _, err := tx.Exec(ctx, c.qTemp); err != nil {
-				return err
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"strata_vec_load"}, columns, src); err != nil {
-				return fmt.Errorf("copy: %w", err)
-			}
-			if _, err := tx.Exec(ctx, c.qMerge); err != nil {
-				return err
-			}
-		}
-		if err := tx.QueryRow(ctx, c.qReconcile, ids).Scan(z.scanDest()...); err != nil {
-			return fmt.Errorf("index terms: %w", err)
-		}
-		if rebuild {
-			// Room for the whole graph in memory: pgvector builds much
-			// faster when it fits (its own advice), and the setting ends
-			// with the transaction.
-			if _, err := tx.Exec(ctx, "SET LOCAL maintenance_work_mem = '1GB'"); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, c.qCreateHNSW); err != nil {
-				return fmt.Errorf("rebuild hnsw index: %w", err)
-			}
-			// Fresh statistics, or the planner prices the new index
-			// against an empty table and scans instead.
-			if _, err := tx.Exec(ctx, c.qAnalyze); err != nil {
-				return fmt.Errorf("analyze after bulk load: %w", err)
-			}
-		}
-		return nil
-	})
 }
 
 // UpsertIf writes rec if its stored revision is expected, in one
@@ -752,6 +733,9 @@ func (c *collection) DeleteWhere(ctx context.Context, f driver.Filter) (int, err
 	err := c.withConnRetry(ctx, false, func(conn *pgx.Conn) error {
 		var z zeroKeys
 		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, jitOff); err != nil {
+				return err
+			}
 			rows, err := tx.Query(ctx, sql, b.args...)
 			if err != nil {
 				return err
@@ -970,12 +954,14 @@ func (c *collection) scores(ms []driver.Match) {
 	}
 }
 
-// Close closes the pool when the collection owns it.
+// Close builds the indexes a DeferIndex load left out (see
+// Options.DeferIndex), then closes the pool when the collection owns it.
 func (c *collection) Close() error {
+	err := c.finishDeferred()
 	if c.ownsPool {
 		c.pool.Close()
 	}
-	return nil
+	return err
 }
 
 // scanRecords reads rows of selCols (withTerms) or matchCols, then

@@ -78,7 +78,7 @@ func decodeTerms(id string, b []byte) (driver.Terms, error) {
 // order of the terms like driver.Terms.Len. Postings that did not change
 // (same weight, length and corpus fields) are not touched, so rewriting a
 // record with the same document writes no index row.
-const reconcileSQL = `WITH
+const reconcileTmpl = `WITH
 cur AS (
 	SELECT r.id, t.key COLLATE "C" AS term, t.value::real AS tf, r.term_sketch AS sketch,
 		r.layer COLLATE "C" AS layer, r.kind COLLATE "C" AS kind,
@@ -111,7 +111,7 @@ ins AS (
 	ORDER BY id, term
 	ON CONFLICT (id, term) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl, sketch = EXCLUDED.sketch, layer = EXCLUDED.layer,
 		kind = EXCLUDED.kind, resource = EXCLUDED.resource, thread = EXCLUDED.thread
-),
+),{bulk_ins}
 docs AS (SELECT DISTINCT id FROM ch),
 delta AS (
 	SELECT o.layer, o.kind, o.resource, o.thread, ''::text COLLATE "C" AS term, -1 AS dn, -(o.dl::numeric) AS dlen,
@@ -123,7 +123,7 @@ delta AS (
 	UNION ALL
 	SELECT olayer, okind, oresource, othread, term, -1, 0, NULL, NULL FROM ch WHERE isold
 	UNION ALL
-	SELECT nlayer, nkind, nresource, nthread, term, 1, 0, ntf, ndl FROM ch WHERE isnew
+	SELECT nlayer, nkind, nresource, nthread, term, 1, 0, ntf, ndl FROM ch WHERE isnew{bulk_delta}
 ),
 agg AS (
 	SELECT d.layer, d.term, d.resource, v.thread, d.kind, sum(d.dn) AS dn, sum(d.dlen) AS dlen, max(d.tf) AS maxtf, min(d.dl) AS mindl
@@ -142,6 +142,30 @@ up AS (
 	RETURNING layer, term, resource, thread, kind, n
 )
 SELECT array_agg(layer), array_agg(term), array_agg(resource), array_agg(thread), array_agg(kind) FROM up WHERE n = 0`
+
+// reconcileSQL is reconcileTmpl for the records $1, and bulkReconcileSQL
+// adds, in the same statement, the documents of records a bulk load has
+// just inserted, whose postings the client computed (bulk.go) and copied
+// into the temporary tables strata_vec_load_terms (one row per posting, as
+// in {terms}) and strata_vec_load_docs (one row per document: its corpus
+// fields and length). Those records had no postings, so there is nothing
+// to compare: their rows go to {terms} as they are and their deltas join
+// the others, and the statistics are still upserted by one statement in
+// key order (two statements could lock the same rows in two passes, and
+// two bulk writers deadlock).
+var (
+	reconcileSQL     = strings.NewReplacer("{bulk_ins}", "", "{bulk_delta}", "").Replace(reconcileTmpl)
+	bulkReconcileSQL = strings.NewReplacer("{bulk_ins}", `
+bins AS (
+	INSERT INTO {terms} (id, term, tf, dl, sketch, layer, kind, resource, thread)
+	SELECT id, term, tf, dl, sketch, layer, kind, resource, thread FROM strata_vec_load_terms
+	ORDER BY id, term
+),`, "{bulk_delta}", `
+	UNION ALL
+	SELECT layer, kind, resource, thread, '', 1, dl::numeric, NULL, NULL FROM strata_vec_load_docs
+	UNION ALL
+	SELECT layer, kind, resource, thread, term, 1, 0, tf, dl FROM strata_vec_load_terms`).Replace(reconcileTmpl)
+)
 
 // sweepSQL removes statistics rows that a write left at zero. It runs after
 // the write committed, on its own, and never waits: rows another writer

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +51,22 @@ func (o *URLOpener) OpenCollectionURL(ctx context.Context, u *url.URL, cfg drive
 
 // driverParams are the URL parameters this driver reads (and removes before
 // the rest goes to pgx).
-var driverParams = []string{"schema", "index", "m", "ef_construction", "ef_search", "exact", "copy_threshold", "timeout"}
+var driverParams = []string{"schema", "index", "m", "ef_construction", "ef_search", "exact", "copy_threshold", "timeout",
+	"bulk_timeout", "defer_index"}
+
+// DriverParams returns the names of this driver's own URL parameters
+// (those of Options), sorted.
+func DriverParams() []string { return slices.Sorted(slices.Values(driverParams)) }
+
+// StateParams are the URL parameters of the PostgreSQL state store
+// (storage/postgres) that this driver checks and ignores, so that one URL
+// opens the records and the state of an environment: state_table
+// ([schema.]name; the state store checks it in full). The state store's
+// timeout is this driver's too, with the same meaning.
+var StateParams = []string{"state_table"}
+
+// stateTableRE is the form of a state table name.
+var stateTableRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]{0,62}\.)?[A-Za-z_][A-Za-z0-9_]{0,48}$`)
 
 // check validates one parameter value locally; nil accepts any value.
 type check func(v string) error
@@ -197,9 +213,23 @@ func parseURL(u *url.URL, base Options) (Options, string, error) {
 				if err == nil && o.Timeout <= 0 {
 					err = strconv.ErrRange
 				}
+			case "bulk_timeout":
+				o.BulkTimeout, err = time.ParseDuration(v)
+				if err == nil && o.BulkTimeout <= 0 {
+					err = strconv.ErrRange
+				}
+			case "defer_index":
+				o.DeferIndex, err = strconv.ParseBool(v)
 			}
 			if err != nil {
 				return o, "", bad(k, "bad value %q: %v", v, err)
+			}
+			continue
+		}
+		if slices.Contains(StateParams, k) {
+			q.Del(k)
+			if !stateTableRE.MatchString(v) {
+				return o, "", bad(k, "state table %q must be [schema.]name with parts matching [A-Za-z_][A-Za-z0-9_]* (name at most 49 bytes)", v)
 			}
 			continue
 		}
@@ -208,8 +238,8 @@ func parseURL(u *url.URL, base Options) (Options, string, error) {
 			return o, "", bad(k, "value contains a NUL byte")
 		}
 		if !known {
-			return o, "", bad(k, "unknown postgres URL parameter %q (driver parameters: %s; connection parameters: see pgvector.PgxParams; set other server settings with options=-c name=value)",
-				k, strings.Join(driverParams, ", "))
+			return o, "", bad(k, "unknown postgres URL parameter %q (driver parameters: %s; state store's: %s; connection parameters: see pgvector.PgxParams; set other server settings with options=-c name=value)",
+				k, strings.Join(driverParams, ", "), strings.Join(StateParams, ", "))
 		}
 		if chk != nil {
 			if err := chk(v); err != nil { // no secret has a check: v may be shown

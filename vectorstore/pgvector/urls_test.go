@@ -43,6 +43,11 @@ func TestURLRejectedLocally(t *testing.T) {
 		"m=x":                                   "m",
 		"timeout=-1s":                           "timeout",
 		"timeout=0s":                            "timeout",
+		"bulk_timeout=0s":                       "bulk_timeout",
+		"bulk_timeout=10":                       "bulk_timeout",
+		"defer_index=perhaps":                   "defer_index",
+		"state_table=a.b.c":                     "state_table",
+		"state_table=1state":                    "state_table",
 		"ef_search=":                            "ef_search",
 		"schema=a&schema=b":                     "schema",
 		"collection=a;b":                        "url",
@@ -118,5 +123,24 @@ func TestURLOpenerDefaults(t *testing.T) {
 	}
 	if o.Schema != "mem" || o.Index != IndexNone || o.Exact || o.EfSearch != 90 || !o.ClosePool || o.Dimension != 0 {
 		t.Fatalf("Options %+v", o)
+	}
+}
+
+// TestURLBulkParams: defer_index and bulk_timeout reach Options; the state
+// store's state_table is checked and kept from pgx.
+func TestURLBulkParams(t *testing.T) {
+	u, err := url.Parse("postgres://db/strata?defer_index=true&bulk_timeout=7m&state_table=app.state&sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, conn, err := parseURL(u, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.DeferIndex || o.BulkTimeout != 7*time.Minute {
+		t.Fatalf("Options %+v", o)
+	}
+	if strings.Contains(conn, "state_table") || strings.Contains(conn, "defer_index") || !strings.Contains(conn, "sslmode=disable") {
+		t.Fatalf("connection string %q", conn)
 	}
 }

@@ -28,6 +28,22 @@ func defaultModel(t *testing.T) *uselite.Model {
 	return m
 }
 
+// CorpusRaceEnv, set to 1, runs the corpus tests under the race detector
+// too. By default they skip there: recording the corpora with the model is
+// minutes of arithmetic under -race and exercises no concurrency the
+// package's other tests (and memory/semantic's) do not, so scripts/test.sh
+// runs this package a second time without -race for them.
+const CorpusRaceEnv = "STRATA_QUALITY_RACE"
+
+// corpusTest skips a corpus test under the race detector unless
+// CorpusRaceEnv asks for it.
+func corpusTest(t *testing.T) {
+	t.Helper()
+	if raceEnabled && os.Getenv(CorpusRaceEnv) != "1" {
+		t.Skipf("corpus tests run without -race (scripts/test.sh runs them so; set %s=1 to run them here)", CorpusRaceEnv)
+	}
+}
+
 // recordAll records the corpora with the default model, as many at a
 // time as there are CPUs: recording (embedding every message and its
 // context) is most of the time of these tests, and each corpus has its
@@ -65,6 +81,7 @@ func recordAll(t *testing.T, m *uselite.Model, cs []*Corpus) []*Bench {
 // offline model, on the hand-written benchmark corpora recorded through
 // the real layer.
 func TestQualityDefaultModel(t *testing.T) {
+	corpusTest(t)
 	t.Parallel()
 	m := defaultModel(t)
 	ctx := context.Background()
@@ -128,11 +145,12 @@ func TestQualityDefaultModel(t *testing.T) {
 // The targets on real conversations: the LoCoMo conversations of
 // LoCoMoDir ($STRATA_LOCOMO, else ../shared/data/locomo-dev), skipped
 // when there are none. The full measurement is the benchmark command's
-// (make bench-quality); this test guards it. Under the race detector
-// (make test), where recording a conversation takes most of a minute, it
-// measures the smallest conversation; without it, all of them, with the
-// pooled targets.
+// (make bench-quality); this test guards it, on all the conversations
+// with the pooled targets. Under the race detector it is skipped unless
+// CorpusRaceEnv is set, and then measures the smallest conversation only
+// (recording one takes most of a minute there).
 func TestQualityLoCoMo(t *testing.T) {
+	corpusTest(t)
 	t.Parallel()
 	dir := LoCoMoDir()
 	if dir == "" {

@@ -589,3 +589,61 @@ func Delete(ctx context.Context, col *vectorstore.Collection, f vectorstore.Filt
 	}
 	return n, nil
 }
+
+// ScopeNotice tells the host, once per layer, that the layer's default
+// thread scope will not do what the run evidently wants: the run names a
+// resource (a user) and starts a new thread of it, so the host expects
+// the user's memories there, but a thread-scoped layer shows only what it
+// kept on this thread, which is nothing yet. It is the commonest surprise
+// of zero-value options (a second visit that recalls nothing), and it
+// fails silently otherwise. Only a scope left at its default is noticed:
+// a host that sets core.ScopeThread has chosen it.
+type ScopeNotice struct {
+	layer  string
+	logger *slog.Logger
+	once   sync.Once
+}
+
+// NewScopeNotice returns the notice of a layer built from the options the
+// host gave (given) and their resolved form (Resolve's result), or nil
+// when there is nothing to notice: the host named a scope, or the
+// layer's default is not core.ScopeThread. The notice goes to the
+// layer's Logger; when the host gave none it goes to slog.Default(), since
+// the host that configured nothing is the one this is for.
+func NewScopeNotice(given, resolved memory.Common) *ScopeNotice {
+	if given.Scope != "" || resolved.Scope != core.ScopeThread {
+		return nil
+	}
+	l := given.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return &ScopeNotice{layer: resolved.ID, logger: l}
+}
+
+// Check logs the notice the first time it applies to a run: a top-level
+// run with a resource that has just bound a new thread
+// (InitParams.ClaimedThread). A nil notice does nothing.
+func (n *ScopeNotice) Check(ctx context.Context, p core.InitParams) {
+	if n == nil || p.Run.ResourceID == "" || !p.ClaimedThread || p.Run.ParentRunID != "" {
+		return
+	}
+	n.once.Do(func() {
+		n.logger.WarnContext(ctx, "memory layer keeps its memories per thread: this new thread of the resource starts without them",
+			"layer", n.layer, "resource", p.Run.ResourceID, "thread", p.Run.ThreadID,
+			"fix", "set Common.Scope to core.ScopeResource to share them across the resource's threads, or to core.ScopeThread to keep them per thread and silence this")
+	})
+}
+
+// WithScopeNotice is init with the notice checked first: a layer's
+// Init hook, e.g. WithScopeNotice(n, MirrorInit(...)). A nil notice
+// returns init unchanged.
+func WithScopeNotice[S any](n *ScopeNotice, init func(context.Context, core.InitParams) (S, error)) func(context.Context, core.InitParams) (S, error) {
+	if n == nil {
+		return init
+	}
+	return func(ctx context.Context, p core.InitParams) (S, error) {
+		n.Check(ctx, p)
+		return init(ctx, p)
+	}
+}

@@ -25,8 +25,9 @@ type IO struct {
 
 type globalFlags struct {
 	store, embedder, config, state string
+	server                         string
 	timeout                        time.Duration
-	json, noProgress               bool
+	json, noProgress, wide         bool
 }
 
 // app is one invocation's state.
@@ -90,8 +91,19 @@ The embedder (for search, add, edit, import of records without vectors) is
 embedded store records in strata.json, else the default model:
   uselite | hash:DIM | openai:MODEL[?dimensions=N] | ollama:MODEL
 
-Output is a table by default; --json prints JSON (one object per line for
-ls and search). Long operations show progress when stderr is a terminal.
+Beside the records, the runtime keeps a state store: the layers' state, the
+bindings of threads to resources and the recorded assemblies (memctl state
+lists and edits it; export, import and migrate carry it with the records).
+It is --state, else the config file's "state", else <dir>/state of an
+embedded directory, else the database of a postgres store.
+
+While an agent has an embedded directory open, the read commands read a
+snapshot of its records (and its state store in place); the commands that
+write fail, naming the process that holds it.
+
+Output is a table fitting 80 columns by default (--wide, -w, shows every
+column whole); --json prints JSON with snake_case keys (one object per line
+for ls and search). Long operations show progress when stderr is a terminal.
 Memories are written by models, so every human-readable line (tables, show,
 inspect, stats, dry runs, prompts, errors) prints the control characters
 they hold as visible escapes (\x1b, \r, \u009b, \u202e...): nothing a
@@ -132,15 +144,19 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.flags.store, "store", "", "store: a directory, postgres://..., qdrant://host:port or chromem:///dir (default $"+EnvStore+", the config file, ./.strata/data)")
 	pf.StringVar(&a.flags.embedder, "embedder", "", "embedder: uselite, hash:DIM, openai:MODEL, ollama:MODEL (default $"+EnvEmbedder+", the config file, the store's recorded one, uselite)")
 	pf.StringVar(&a.flags.config, "config", "", "config file (default $"+EnvConfig+" or $XDG_CONFIG_HOME/strata/memctl.json)")
+	pf.StringVar(&a.flags.server, "server", "", "run the command through a strata server (strata serve) at this http(s) URL, with the API key $"+EnvAPIKey+": ls, show, search, rm ID, state and inspect")
+	pf.StringVar(&a.flags.state, "state", "", "the runtime's state store (layer state, recorded assemblies): a filestore directory or postgres:// URL (default: the config file's, <dir>/state of an embedded store, the postgres store's database)")
 	pf.DurationVar(&a.flags.timeout, "timeout", 30*time.Second, "how long to wait for the store to open or connect")
 	pf.BoolVar(&a.flags.json, "json", false, "print JSON (one object per line for lists) instead of a table")
 	pf.BoolVar(&a.flags.noProgress, "no-progress", false, "never draw progress (it is drawn only when stderr is a terminal)")
+	pf.BoolVarP(&a.flags.wide, "wide", "w", false, "tables as wide as their contents: every column, nothing shortened (default: fit 80 columns)")
 	_ = root.RegisterFlagCompletionFunc("embedder", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"uselite\tthe offline default model", "hash:64\tdeterministic hashing (tests)", "openai:\tOpenAI-compatible API", "ollama:\tOllama"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
 
 	root.AddCommand(a.lsCmd(), a.showCmd(), a.searchCmd(), a.addCmd(), a.editCmd(), a.rmCmd(),
-		a.exportCmd(), a.importCmd(), a.statsCmd(), a.reindexCmd(), a.migrateCmd(), a.inspectCmd(), a.benchCmd(), a.salvageCmd())
+		a.exportCmd(), a.importCmd(), a.statsCmd(), a.reindexCmd(), a.migrateCmd(), a.inspectCmd(), a.benchCmd(), a.salvageCmd(),
+		a.stateCmd(), a.versionCmd())
 	for _, c := range root.Commands() {
 		if c.Long != "" {
 			c.Long += "\n\n" + exitCodesHelp
@@ -161,7 +177,31 @@ func (a *app) setup(cmd *cobra.Command) error {
 		return err
 	}
 	a.cfg = cfg
+	if a.flags.server != "" {
+		if _, err := a.remoteClient(); err != nil {
+			return err
+		}
+		switch name := cmd.CommandPath(); name {
+		case "memctl ls", "memctl show", "memctl search", "memctl rm", "memctl inspect", "memctl version",
+			"memctl state", "memctl state ls", "memctl state show", "memctl state edit", "memctl state rm":
+		default:
+			if !strings.HasPrefix(name, "memctl completion") && !strings.HasPrefix(name, "memctl help") && !strings.HasPrefix(name, "memctl __complete") {
+				return a.serverOnly(strings.TrimPrefix(name, "memctl ") + " (memctl " + strings.TrimPrefix(name, "memctl ") + ")")
+			}
+		}
+		if a.flags.store != "" {
+			return usageErrorf("--server and --store exclude each other: the server opens the store")
+		}
+	}
 	return nil
+}
+
+// width is the width tables fit: 80 columns, none with --wide.
+func (a *app) width() int {
+	if a.flags.wide {
+		return 0
+	}
+	return tableWidth
 }
 
 // progressOn reports whether progress is drawn: stderr is a terminal and
@@ -231,7 +271,7 @@ func (a *app) completeIDs(cmd *cobra.Command, args []string, prefix string) ([]s
 		return nil, cobra.ShellCompDirectiveError
 	}
 	ctx := cmd.Context()
-	s, err := a.openStore(ctx, openRead, nil)
+	s, err := a.openStore(ctx, openReadOnly, nil)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

@@ -56,7 +56,8 @@ const addLong = `Add a memory through the same path as its layer, so the layer r
                 memctl add -l semantic -t t1 -r alice --scope resource "I moved to Berlin"
 
 TEXT is an argument, --text, or - for stdin. The scope is --scope, else thread
-when --thread is given, else resource when --resource is given, else global.
+when --thread is given, else resource when --resource is given; a global
+memory (read by every thread and resource) needs --scope global.
 A thread that belongs to a resource is named by both: -t T -r R writes a
 thread-scoped memory carrying both ids, as the runtime writes them.
 Every record is checked against its layer's rules: a kind the layer reads,
@@ -186,6 +187,11 @@ func (a *app) runAdd(ctx context.Context, cmd *cobra.Command, f *addFlags) error
 		return usageErrorf("--kind %q: layer %s writes %s", f.kind, typ, strings.Join(format.Kinds(), " or "))
 	}
 	scope := core.Scope(f.scope)
+	if scope == "" && f.thread == "" && f.resource == "" {
+		// A memory with no scope would be global: every thread and
+		// resource reads it. That has to be asked for.
+		return usageErrorf("give the memory's scope: --thread T (thread-scoped), --resource R (resource-scoped), both (a resource's thread), or --scope global (read by every thread and resource)")
+	}
 	if scope == "" {
 		scope = memory.KeyScope(vectorstore.Scope{Thread: f.thread, Resource: f.resource})
 	}
@@ -291,12 +297,12 @@ func (a *app) printWritten(out []written) error {
 		}
 		return nil
 	}
-	tw := newTable(a.io.Out)
-	fmt.Fprintln(tw, "ID\tLAYER\tKIND\tACTION\tTEXT")
-	for _, w := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(w.ID), cell(w.Layer), cell(w.Kind), w.Action, cell(clip(w.Text, 60)))
+	rows := make([][]string, len(out))
+	for i, w := range out {
+		rows[i] = []string{cell(w.ID), cell(w.Layer), cell(w.Kind), w.Action, cell(clip(w.Text, 0))}
 	}
-	return tw.Flush()
+	return fitTable(a.io.Out, a.width(), []column{{name: "ID"}, {name: "LAYER", min: 8}, {name: "KIND", min: 6, drop: 1},
+		{name: "ACTION"}, {name: "TEXT", min: 12}}, rows)
 }
 
 // layerInputError turns a layer's rejection of memctl's input into a

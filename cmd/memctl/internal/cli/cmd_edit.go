@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,11 +123,11 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 		}
 		f.text = t
 	}
-	s, old, err := a.openRecord(ctx, id)
+	s, old, err := a.openRecord(ctx, id, openRead)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // the store open last
 	r := old.Clone()
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
@@ -164,8 +165,19 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 			r.ValidTo = *vt
 		}
 	default:
+		// The store is closed while the operator edits: an embedded
+		// directory is held by one process at a time, and an agent must
+		// not be kept from starting by an editor left open. The write
+		// below is a compare-and-swap at the revision read, so whatever
+		// was written meanwhile is not overwritten.
+		if err := s.Close(); err != nil {
+			return err
+		}
 		e, err := a.editInEditor(&old)
 		if err != nil {
+			return err
+		}
+		if s, err = a.openStore(ctx, openRead, nil); err != nil {
 			return err
 		}
 		e.apply(&r)
@@ -217,7 +229,11 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 				return fmt.Errorf("delete the context records quoting the old text: %w", err)
 			}
 		}
-		if err := s.coll.Upsert(ctx, r); err != nil {
+		// A compare-and-swap: a session (or another memctl) that wrote
+		// the record since it was read keeps its write.
+		if _, err := s.coll.UpsertIf(ctx, r, old.Revision); errors.Is(err, vectorstore.ErrConflict) {
+			return fmt.Errorf("memory %s changed in %s while it was edited: nothing written; run memctl edit again: %w", r.ID, s.ref, err)
+		} else if err != nil {
 			return err
 		}
 		if environment.IsSemanticMessage(&old) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,12 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratamem/strata/cmd/memctl/internal/progress"
+	"github.com/stratamem/strata/core/inspect"
+	"github.com/stratamem/strata/environment"
 	"github.com/stratamem/strata/exportfmt"
+	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/vectorstore"
 )
 
 type exportFlags struct {
 	filterFlags
+	stateFlags
 	noHeader, noVectors bool
 }
 
@@ -22,14 +27,28 @@ func (a *app) exportCmd() *cobra.Command {
 	var f exportFlags
 	cmd := &cobra.Command{
 		Use:   "export [FILE|-]",
-		Short: "Write memories as JSON Lines, vectors included",
+		Short: "Write memories and layer state as JSON Lines, vectors included",
 		Long: `Write the memories (all, or those the filters select) as JSON Lines to FILE
 or stdout: a header line naming the embedder, dimension and distance, then
-one record per line in creation order, with vectors and validity. The round
-trip through memctl import is lossless, across backends:
+one record per line in creation order, with vectors and validity, then one
+line per value of the runtime's state store: the layers' state (a todo
+list, the temporal layer's call-id replay protection), the binding of each
+thread to its resource and the recorded assemblies memctl inspect shows,
+each value byte for byte. The round trip through memctl import is lossless,
+across backends:
 
   memctl export > memories.jsonl
-  memctl --store postgres://db/strata import memories.jsonl`,
+  memctl --store postgres://db/strata import memories.jsonl
+
+The state store is the one inspect reads (--state, the config file's
+"state", <dir>/state of an embedded directory, the database of a postgres
+store); a qdrant or bare chromem store has none unless --state names one.
+Filters select records only: with a filter, no state is written (memctl
+says so). --no-state leaves the state out, --no-assemblies the recorded
+assemblies only.
+
+An embedded directory another process holds (a running agent) is exported
+from a snapshot of its records taken when the export starts.`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runExport(cmd.Context(), fileArg(args), &f)
@@ -38,6 +57,7 @@ trip through memctl import is lossless, across backends:
 	f.register(cmd)
 	cmd.Flags().BoolVar(&f.noHeader, "no-header", false, "write no header line")
 	cmd.Flags().BoolVar(&f.noVectors, "no-vectors", false, "leave vectors out (an import then re-embeds the text)")
+	f.registerState(cmd.Flags(), "export")
 	return cmd
 }
 
@@ -50,6 +70,23 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 	total, err := s.coll.Count(ctx, flt)
 	if err != nil {
 		return err
+	}
+	// The state store is opened before anything is written, so a state
+	// store that fails leaves no partial file.
+	var state *openedState
+	filtered := !flt.IsZero() || match != ""
+	switch {
+	case f.noState:
+	case filtered:
+		fmt.Fprintln(a.io.Err, "memctl: export: the filters select records: no layer state exported (export without filters to move it)")
+	default:
+		if state, err = a.stateOf(ctx, s, a.stateLoc(s.ref), false); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer state.close()
+		if state == nil {
+			fmt.Fprintf(a.io.Err, "memctl: export: %s keeps no layer state memctl knows of: records only (pass --state to export the state too)\n", esc(s.ref.String()))
+		}
 	}
 	out := a.io.Out
 	var file *os.File
@@ -96,6 +133,12 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 		}
 	}
 	bar.Finish()
+	var sr stateResult
+	if state != nil {
+		if err := exportState(ctx, w, state, f.include(), &sr); err != nil {
+			return fmt.Errorf("export: layer state from %s: %w", state.name, err)
+		}
+	}
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -109,7 +152,40 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 		if err := os.Rename(file.Name(), path); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		fmt.Fprintf(a.io.Err, "exported %s to %s\n", plural(w.Count(), "memory", "memories"), esc(path))
+		what := plural(w.Count(), "memory", "memories")
+		if state != nil {
+			what += fmt.Sprintf(" and %s (%d recorded assemblies)", plural(sr.Keys, "state value", "state values"), sr.Assemblies)
+		}
+		fmt.Fprintf(a.io.Err, "exported %s to %s\n", what, esc(path))
+	}
+	return nil
+}
+
+// exportState writes every selected key of the state store as a state
+// line, after the records.
+func exportState(ctx context.Context, w *exportfmt.Writer, state *openedState, include func(storage.Key) bool, res *stateResult) error {
+	keys, err := environment.StateKeys(ctx, state.st)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if include != nil && !include(k) {
+			continue
+		}
+		e, err := state.st.Get(ctx, k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", k, err)
+		}
+		if err := w.WriteState(k, e.Value); err != nil {
+			return err
+		}
+		res.Keys++
+		if inspect.IsAssemblyKey(k) {
+			res.Assemblies++
+		}
 	}
 	return nil
 }

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stratamem/strata/cmd/memctl/internal/progress"
+	"github.com/stratamem/strata/environment"
 	"github.com/stratamem/strata/exportfmt"
+	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/vectorstore"
 )
 
 type importFlags struct {
+	stateFlags
 	keepGoing, lastWins bool
 	batch               int
 }
@@ -23,9 +27,18 @@ func (a *app) importCmd() *cobra.Command {
 	var f importFlags
 	cmd := &cobra.Command{
 		Use:   "import [FILE|-]",
-		Short: "Read memories from JSON Lines (idempotent)",
+		Short: "Read memories and layer state from JSON Lines (idempotent)",
 		Long: `Read memories written by memctl export (or by hand, one record per line) from
-FILE or stdin and upsert them by id. Re-running an import changes nothing.
+FILE or stdin and upsert them by id, and the layer state lines into the
+store's state store (the one inspect reads: --state, the config file's
+"state", <dir>/state of an embedded directory, the database of a postgres
+store), each value byte for byte. Re-running an import changes nothing: a
+record or state value the store holds already as the input has it is left
+as it is (a cosine store keeps its vectors at unit length: an input vector
+is compared after the same normalisation). An input with state lines for a
+store that has no state store memctl knows of (qdrant, bare chromem) is
+refused before anything is written: pass --state, or --no-state to import
+the records only. --no-assemblies leaves out the recorded assemblies.
 
 A store that does not exist yet is created with the header's embedder,
 dimension and distance (an embedded directory is always created with
@@ -41,11 +54,11 @@ line number and nothing of it is imported; by default the import stops
 there (the lines before it are imported), with --keep-going it goes on and
 reports every bad line, and exits 1 at the end.
 
-One id on two lines is refused before anything is written (exit status 1,
-naming the id and both lines): a later line would otherwise silently
-replace the earlier one. --last-wins imports it anyway, the last line of
-each id winning. (The input is read twice; stdin is kept in a temporary
-file for the second reading.)`,
+One id (or state key) on two lines is refused before anything is written
+(exit status 1, naming the id and both lines): a later line would otherwise
+silently replace the earlier one. --last-wins imports it anyway, the last
+line of each id winning. (The input is read twice; stdin is kept in a
+temporary file for the second reading.)`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runImport(cmd.Context(), fileArg(args), &f)
@@ -54,6 +67,7 @@ file for the second reading.)`,
 	cmd.Flags().BoolVar(&f.keepGoing, "keep-going", false, "skip bad lines and go on (default: stop at the first)")
 	cmd.Flags().BoolVar(&f.lastWins, "last-wins", false, "let a later line of an id replace an earlier one (default: refuse duplicate ids, import nothing)")
 	cmd.Flags().IntVar(&f.batch, "batch", 500, "records per write")
+	f.registerState(cmd.Flags(), "import")
 	return cmd
 }
 
@@ -64,6 +78,12 @@ type importStats struct {
 	Unchanged int `json:"unchanged"`
 	BadLines  int `json:"bad_lines"`
 	Embedded  int `json:"embedded"`
+	// The state lines: written new, replaced, left as they were, and
+	// left out (--no-state, --no-assemblies).
+	StateAdded     int `json:"state_added"`
+	StateUpdated   int `json:"state_updated"`
+	StateUnchanged int `json:"state_unchanged"`
+	StateSkipped   int `json:"state_skipped,omitempty"`
 }
 
 func (a *app) runImport(ctx context.Context, path string, f *importFlags) error {
@@ -86,17 +106,15 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 		}
 		in = file
 	}
-	if !f.lastWins {
-		// Refuse one id on two lines before writing anything.
-		var err error
-		var done func()
-		if in, size, done, err = checkDuplicateIDs(in, size); err != nil {
-			return err
-		}
-		defer done()
+	// Read the input once before writing anything: to refuse one id on
+	// two lines, and to know whether it holds layer state.
+	in, size, done, sum, err := prescan(in, size, !f.lastWins)
+	if err != nil {
+		return err
 	}
+	defer done()
 	rd := exportfmt.NewReader(in)
-	im := &importer{a: a, keepGoing: f.keepGoing, batch: f.batch}
+	im := &importer{a: a, keepGoing: f.keepGoing, batch: f.batch, include: f.include(), noState: f.noState}
 	// The first line decides how a missing store is created.
 	first, ferr := rd.Next()
 	if errors.Is(ferr, io.EOF) {
@@ -126,6 +144,17 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 	}
 	defer s.Close()
 	im.s = s
+	if sum.States > 0 && !f.noState {
+		if im.state, err = a.stateOf(ctx, s, a.stateLoc(s.ref), true); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer im.state.close()
+		if im.state == nil {
+			return usageErrorf("import: the input holds %s, and memctl knows no state store of %s: nothing imported; "+
+				"pass --state DIR|postgres://... to import it, or --no-state to import the records only",
+				plural(sum.States, "layer state value", "layer state values"), s.ref)
+		}
+	}
 	im.bar = a.bar("import", size, "bytes")
 	if path == "-" {
 		im.bar = a.bar("import", 0, "records")
@@ -138,6 +167,10 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 		}
 	case first.Record != nil:
 		if err := im.add(ctx, first.Line, first.Record); err != nil {
+			return err
+		}
+	case first.State != nil:
+		if err := im.putState(ctx, first.State); err != nil {
 			return err
 		}
 	}
@@ -156,11 +189,16 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 			}
 			continue
 		}
-		if it.Header != nil {
-			continue
-		}
-		if err := im.add(ctx, it.Line, it.Record); err != nil {
-			return err
+		switch {
+		case it.Header != nil:
+		case it.State != nil:
+			if err := im.putState(ctx, it.State); err != nil {
+				return err
+			}
+		default:
+			if err := im.add(ctx, it.Line, it.Record); err != nil {
+				return err
+			}
 		}
 	}
 	if err := im.flush(ctx); err != nil {
@@ -180,6 +218,12 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 		if st.BadLines > 0 {
 			fmt.Fprintf(a.io.Out, ", %d bad lines skipped", st.BadLines)
 		}
+		if n := st.StateAdded + st.StateUpdated + st.StateUnchanged; n > 0 {
+			fmt.Fprintf(a.io.Out, "; layer state in %s: %d added, %d updated, %d unchanged", esc(im.state.name), st.StateAdded, st.StateUpdated, st.StateUnchanged)
+		}
+		if st.StateSkipped > 0 {
+			fmt.Fprintf(a.io.Out, "; %d state values left out", st.StateSkipped)
+		}
 		fmt.Fprintln(a.io.Out)
 	}
 	if st.BadLines > 0 {
@@ -188,11 +232,12 @@ func (a *app) runImport(ctx context.Context, path string, f *importFlags) error 
 	return nil
 }
 
-// checkDuplicateIDs reads the whole input and refuses it when one id is
-// on two lines (lines that do not parse are the import's to report). It
-// returns the input to import, read again from the start: the file
-// rewound, or stdin kept in a temporary file (removed once closed).
-func checkDuplicateIDs(in io.Reader, size int64) (io.Reader, int64, func(), error) {
+// prescan reads the whole input and, when dups is set, refuses it when
+// one id (or state key) is on two lines (lines that do not parse are the
+// import's to report). It returns the input to import, read again from
+// the start: the file rewound, or stdin kept in a temporary file (removed
+// by done), and what the input holds.
+func prescan(in io.Reader, size int64, dups bool) (io.Reader, int64, func(), exportfmt.Summary, error) {
 	var spool *os.File
 	src := in
 	file, seekable := in.(*os.File)
@@ -201,34 +246,45 @@ func checkDuplicateIDs(in io.Reader, size int64) (io.Reader, int64, func(), erro
 		_, err := file.Seek(0, io.SeekCurrent)
 		seekable = err == nil
 	}
+	var sum exportfmt.Summary
 	if !seekable {
 		var err error
 		if spool, err = os.CreateTemp("", "memctl-import-*.jsonl"); err != nil {
-			return nil, 0, nil, fmt.Errorf("import: %w", err)
+			return nil, 0, nil, sum, fmt.Errorf("import: %w", err)
 		}
 		// Unlinked at once where the system allows it: the open file is
 		// then the only reference.
 		_ = os.Remove(spool.Name())
 		src = io.TeeReader(in, spool)
 	}
-	fail := func(err error) (io.Reader, int64, func(), error) {
+	fail := func(err error) (io.Reader, int64, func(), exportfmt.Summary, error) {
 		if spool != nil {
 			_ = spool.Close()
 			_ = os.Remove(spool.Name())
 		}
-		return nil, 0, nil, err
+		return nil, 0, nil, sum, err
 	}
-	dups, err := exportfmt.Duplicates(src, func(id string) bool { return checkID(id) != nil })
+	sum, err := exportfmt.Scan(src, func(id string) bool { return checkID(id) != nil })
 	if err != nil {
 		return fail(fmt.Errorf("import: %w", err))
 	}
-	if len(dups) > 0 {
+	if dups && len(sum.Duplicates) > 0 {
+		d := sum.Duplicates
 		more := ""
-		if len(dups) > 1 {
-			more = fmt.Sprintf(" (and %s)", plural(len(dups)-1, "more id", "more ids"))
+		if n := len(d) - 1 + len(sum.DuplicateStates); n > 0 {
+			more = fmt.Sprintf(" (and %s)", plural(n, "more id", "more ids"))
 		}
 		return fail(fmt.Errorf("import: %w %q on line %d and on line %d%s: nothing imported (pass --last-wins to let the last line of each id win)",
-			ErrDuplicateID, dups[0].ID, dups[0].Lines[0], dups[0].Lines[1], more))
+			ErrDuplicateID, d[0].ID, d[0].Lines[0], d[0].Lines[1], more))
+	}
+	if dups && len(sum.DuplicateStates) > 0 {
+		d := sum.DuplicateStates
+		more := ""
+		if len(d) > 1 {
+			more = fmt.Sprintf(" (and %s)", plural(len(d)-1, "more key", "more keys"))
+		}
+		return fail(fmt.Errorf("import: %w: state key %s on line %d and on line %d%s: nothing imported (pass --last-wins to let the last line of each key win)",
+			ErrDuplicateID, d[0].Key.Key(), d[0].Lines[0], d[0].Lines[1], more))
 	}
 	if spool != nil {
 		if _, err := spool.Seek(0, io.SeekStart); err != nil {
@@ -238,12 +294,44 @@ func checkDuplicateIDs(in io.Reader, size int64) (io.Reader, int64, func(), erro
 		if err != nil {
 			return fail(fmt.Errorf("import: %w", err))
 		}
-		return spool, fi.Size(), func() { _ = spool.Close(); _ = os.Remove(spool.Name()) }, nil
+		return spool, fi.Size(), func() { _ = spool.Close(); _ = os.Remove(spool.Name()) }, sum, nil
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
-		return nil, 0, nil, fmt.Errorf("import: %w", err)
+		return nil, 0, nil, sum, fmt.Errorf("import: %w", err)
 	}
-	return file, size, func() {}, nil
+	return file, size, func() {}, sum, nil
+}
+
+// stored reports whether the store's record old is r as the store would
+// keep it: a cosine collection keeps its vectors at unit length, so an
+// input vector that is not (an export of another backend, a hand-made
+// file) is compared after the collection's normalisation, within float32
+// rounding, or every re-import would count it updated.
+func (im *importer) stored(old, r *vectorstore.Record) bool {
+	if len(r.Vector) == 0 || im.s.coll.Info().Distance != vectorstore.Cosine {
+		return recordsEqual(old, r)
+	}
+	c := *r
+	c.Vector = unitVector(r.Vector)
+	return environment.SameRecord(old, &c)
+}
+
+// unitVector is v scaled to unit length as a cosine collection scales it
+// (the norm in float64); v itself when it has no length.
+func unitVector(v []float32) []float32 {
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return v
+	}
+	n := math.Sqrt(norm)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) / n)
+	}
+	return out
 }
 
 // importer batches records and writes them idempotently.
@@ -256,6 +344,35 @@ type importer struct {
 	batch     int
 	pending   []pendingRec
 	stats     importStats
+	// state is the state store the state lines go to (nil: none); include
+	// and noState select them.
+	state   *openedState
+	include func(storage.Key) bool
+	noState bool
+}
+
+// putState writes one state line's value, byte for byte, unless the flags
+// leave it out.
+func (im *importer) putState(ctx context.Context, st *exportfmt.State) error {
+	k := st.Key.Key()
+	if im.noState || im.state == nil || im.include != nil && !im.include(k) {
+		im.stats.StateSkipped++
+		return nil
+	}
+	act, err := environment.PutState(ctx, im.state.st, k, st.Value)
+	if err != nil {
+		im.bar.Clear()
+		return fmt.Errorf("import: state %s into %s: %w", k, im.state.name, err)
+	}
+	switch act {
+	case environment.StateAdded:
+		im.stats.StateAdded++
+	case environment.StateUpdated:
+		im.stats.StateUpdated++
+	default:
+		im.stats.StateUnchanged++
+	}
+	return nil
 }
 
 type pendingRec struct {
@@ -350,7 +467,7 @@ func (im *importer) flush(ctx context.Context) error {
 				toEmbed = append(toEmbed, len(write))
 			}
 		}
-		if found && recordsEqual(&old, r) {
+		if found && im.stored(&old, r) {
 			im.stats.Unchanged++
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -59,7 +61,6 @@ Text the store holds is printed with controls escaped (\x1b, \u009b...);
 	cmd.Flags().StringVarP(&f.resource, "resource", "r", "", "the resource the thread belongs to (default: the one it is bound to)")
 	cmd.Flags().BoolVar(&f.list, "list", false, "list the thread's recorded turns")
 	cmd.Flags().IntVar(&f.turn, "turn", -1, "show the record of the thread's turn `N`")
-	cmd.Flags().StringVar(&a.flags.state, "state", "", "the runtime's state store: a filestore directory or postgres:// URL")
 	return cmd
 }
 
@@ -71,6 +72,12 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 		if err := checkID(f.resource); err != nil {
 			return usageErrorf("--resource: %s", strings.TrimPrefix(Message(err), "malformed id"))
 		}
+	}
+	if rc, err := a.remoteClient(); err != nil || rc != nil {
+		if err != nil {
+			return err
+		}
+		return a.remoteInspect(ctx, rc, thread, f)
 	}
 	st, loc, err := a.openState(ctx)
 	if err != nil {
@@ -148,8 +155,7 @@ func (a *app) printView(bands []inspect.RecordedBand, u *core.Usage, full bool) 
 		return nil
 	}
 	fmt.Fprintln(w, "\nLayers:")
-	tw := newTable(w)
-	fmt.Fprintln(tw, "  LAYER\tSLOT\tPLACEMENT\tBAND\tSERVED\tTOKENS\tBUDGET\tITEMS\tTRUNC\tUPDATE\tCHURN\tREBILL")
+	var rows [][]string
 	var pinned, superseded []string
 	for _, l := range u.Layers {
 		placement := string(l.Placement)
@@ -166,8 +172,9 @@ func (a *app) printView(bands []inspect.RecordedBand, u *core.Usage, full bool) 
 		if l.Disabled {
 			served = "disabled"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t%.2f\t%d\n", cell(l.LayerID), l.Slot, cell(placement),
-			projector.Band(l.Band).String(), cell(served), l.Tokens, budget, l.Items, l.Truncated, cell(string(l.Update)), l.ChurnRate, l.RebillTokens)
+		rows = append(rows, []string{cell(l.LayerID), strconv.Itoa(l.Slot), cell(placement), projector.Band(l.Band).String(), cell(served),
+			strconv.Itoa(l.Tokens), budget, strconv.Itoa(l.Items), strconv.Itoa(l.Truncated), cell(string(l.Update)),
+			strconv.FormatFloat(l.ChurnRate, 'f', 2, 64), strconv.Itoa(l.RebillTokens)})
 		if l.Served == core.ServedPinned {
 			pinned = append(pinned, l.LayerID)
 		}
@@ -175,7 +182,12 @@ func (a *app) printView(bands []inspect.RecordedBand, u *core.Usage, full bool) 
 			superseded = append(superseded, l.LayerID+" ("+string(l.Update)+")")
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	// 80 columns: the slot, placement, truncation and item counts go
+	// first, then the update kind; --wide shows them all.
+	if err := fitTableIndent(w, a.width(), "  ", []column{{name: "LAYER", min: 10}, {name: "SLOT", right: true, drop: 5},
+		{name: "PLACEMENT", drop: 6}, {name: "BAND"}, {name: "SERVED", min: 6}, {name: "TOKENS", right: true}, {name: "BUDGET", right: true},
+		{name: "ITEMS", right: true, drop: 3}, {name: "TRUNC", right: true, drop: 4}, {name: "UPDATE", min: 6, drop: 2},
+		{name: "CHURN", right: true}, {name: "REBILL", right: true, drop: 1}}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nPinned (served the epoch's bytes): %s\n", esc(listOrNone(pinned)))
@@ -241,17 +253,18 @@ func (a *app) listAssemblies(ctx context.Context, st storage.Store, loc, resourc
 	if a.flags.json {
 		return writeJSONIndent(a.io.Out, list)
 	}
-	tw := newTable(a.io.Out)
-	fmt.Fprintln(tw, "TURN\tRUN\tRUN TURN\tTOKENS\tITEMS\tDROPPED\tEPOCH\tPREFIX\tANCHOR")
+	var rows [][]string
 	for _, l := range list {
 		epoch := l.Epoch
 		if l.Reanchored {
 			epoch += " (re-anchored)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", l.Turn, cell(l.RunID), l.RunTurn, l.Tokens, l.Items, l.HistoryDropped,
-			cell(listOrNone(nonEmpty(epoch))), cell(short(l.PrefixHash)), cell(short(l.AnchorHash)))
+		rows = append(rows, []string{strconv.Itoa(l.Turn), cell(l.RunID), strconv.Itoa(l.RunTurn), strconv.Itoa(l.Tokens), strconv.Itoa(l.Items),
+			strconv.Itoa(l.HistoryDropped), cell(listOrNone(nonEmpty(epoch))), cell(short(l.PrefixHash)), cell(short(l.AnchorHash))})
 	}
-	return tw.Flush()
+	return fitTable(a.io.Out, a.width(), []column{{name: "TURN"}, {name: "RUN", min: 10}, {name: "RUN TURN", right: true, drop: 3},
+		{name: "TOKENS", right: true}, {name: "ITEMS", right: true, drop: 4}, {name: "DROPPED", right: true, drop: 2}, {name: "EPOCH", min: 10},
+		{name: "PREFIX", min: 8}, {name: "ANCHOR", drop: 1}}, rows)
 }
 
 func nonEmpty(s string) []string {
@@ -278,6 +291,34 @@ func (a *app) showTurn(ctx context.Context, st storage.Store, loc, resource, thr
 	if err != nil {
 		return err
 	}
+	return a.printPlan(rec, resource, thread, f)
+}
+
+// remoteInspect shows a recorded assembly read through the server: the
+// newest, or --turn N's.
+func (a *app) remoteInspect(ctx context.Context, rc *remote, thread string, f *inspectFlags) error {
+	switch {
+	case f.list:
+		return usageErrorf("through --server, inspect shows one turn (the newest, or --turn N from 1); --list needs --store")
+	case f.turn == 0:
+		return usageErrorf("through --server, --turn counts from 1 (turn 0 is the server's newest)")
+	}
+	q := url.Values{"thread": {thread}}
+	if f.resource != "" {
+		q.Set("resource", f.resource)
+	}
+	if f.turn > 0 {
+		q.Set("turn", strconv.Itoa(f.turn))
+	}
+	var rec inspect.Plan
+	if err := rc.call(ctx, http.MethodGet, "/v1/assembly", q, nil, &rec); err != nil {
+		return err
+	}
+	return a.printPlan(&rec, f.resource, thread, f)
+}
+
+// printPlan prints the record of one turn of the thread.
+func (a *app) printPlan(rec *inspect.Plan, resource, thread string, f *inspectFlags) error {
 	if a.flags.json {
 		return writeJSONIndent(a.io.Out, rec)
 	}

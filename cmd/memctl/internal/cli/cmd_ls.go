@@ -20,7 +20,6 @@ type lsFlags struct {
 	all       bool
 	sort      string
 	vectors   bool
-	wide      bool
 }
 
 var sortKeys = []string{"created", "-created", "id", "-id", "layer", "kind", "thread", "resource", "valid_from", "-valid_from"}
@@ -47,7 +46,6 @@ the token of the next page is printed on stderr (pass it back with
 	fs.BoolVarP(&f.all, "all", "A", false, "list every matching record (no paging)")
 	fs.StringVar(&f.sort, "sort", "created", "order: created, -created (newest first), or id, layer, kind, thread, resource, valid_from (prefix - to reverse; these read every match)")
 	fs.BoolVar(&f.vectors, "vectors", false, "include vectors in --json output")
-	fs.BoolVarP(&f.wide, "wide", "w", false, "show the whole text and the scope keys")
 	_ = cmd.RegisterFlagCompletionFunc("sort", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return sortKeys, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -65,11 +63,17 @@ func (a *app) runLs(ctx context.Context, f *lsFlags) error {
 	if !slices.Contains(sortKeys, f.sort) {
 		return usageErrorf("--sort %q: want one of %s", f.sort, strings.Join(sortKeys, ", "))
 	}
+	if rc, err := a.remoteClient(); err != nil || rc != nil {
+		if err != nil {
+			return err
+		}
+		return a.remoteLs(ctx, rc, f)
+	}
 	native := f.sort == "created" || f.sort == "-created"
 	if !native && f.pageToken != "" {
 		return usageErrorf("--page-token works with --sort created or -created only")
 	}
-	s, err := a.openStore(ctx, openRead, nil)
+	s, err := a.openStore(ctx, openReadOnly, nil)
 	if err != nil {
 		return err
 	}
@@ -102,7 +106,7 @@ func (a *app) runLs(ctx context.Context, f *lsFlags) error {
 			}
 		}
 	}
-	if err := a.printRecords(recs, f.wide, nil); err != nil {
+	if err := a.printRecords(recs, nil); err != nil {
 		return err
 	}
 	if next != "" {
@@ -182,8 +186,10 @@ func sortRecords(recs []vectorstore.Record, key string) {
 }
 
 // printRecords prints records as a table or JSON lines; scores, when not
-// nil, adds a SCORE column / "score" field.
-func (a *app) printRecords(recs []vectorstore.Record, wide bool, scores []float64) error {
+// nil, adds a SCORE column / "score" field. The table fits 80 columns
+// (the text and scope shortened, kind and creation time left out as
+// needed) unless --wide, which shows every column whole.
+func (a *app) printRecords(recs []vectorstore.Record, scores []float64) error {
 	if a.flags.json {
 		for i := range recs {
 			var v any = &recs[i]
@@ -200,23 +206,21 @@ func (a *app) printRecords(recs []vectorstore.Record, wide bool, scores []float6
 		fmt.Fprintln(a.io.Err, "no memories match")
 		return nil
 	}
-	tw := newTable(a.io.Out)
-	head := "ID\tLAYER\tKIND\tSCOPE\tCREATED\tTEXT"
+	// Ids are never shortened (they are what show, edit and rm take), so
+	// the text keeps room: the creation time, kind, scope and layer go
+	// in that order when 80 columns cannot hold them.
+	cols := []column{{name: "ID"}, {name: "LAYER", min: 6, drop: 1}, {name: "KIND", min: 6, drop: 3}, {name: "SCOPE", min: 10, drop: 2},
+		{name: "CREATED", drop: 4}, {name: "TEXT", min: 16}}
 	if scores != nil {
-		head = "SCORE\t" + head
+		cols = append([]column{{name: "SCORE", right: true}}, cols...)
 	}
-	fmt.Fprintln(tw, head)
+	rows := make([][]string, 0, len(recs))
 	for i, r := range recs {
-		text := clip(r.Text, 60)
-		scope := clip(scopeCell(r.Scope), 32)
-		if wide {
-			text, scope = clip(r.Text, 0), scopeCell(r.Scope)
-		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cell(r.ID), cell(r.Layer), cell(r.Kind), cell(scope), fmtTime(r.CreatedAt), cell(text))
+		row := []string{cell(r.ID), cell(r.Layer), cell(r.Kind), cell(scopeCell(r.Scope)), fmtTime(r.CreatedAt), cell(clip(r.Text, 0))}
 		if scores != nil {
-			row = strconv.FormatFloat(scores[i], 'f', 4, 64) + "\t" + row
+			row = append([]string{strconv.FormatFloat(scores[i], 'f', 4, 64)}, row...)
 		}
-		fmt.Fprintln(tw, row)
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return fitTable(a.io.Out, a.width(), cols, rows)
 }

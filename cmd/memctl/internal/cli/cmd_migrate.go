@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -12,8 +13,10 @@ import (
 
 type migrateFlags struct {
 	filterFlags
-	from, to string
-	batch    int
+	stateFlags
+	from, to           string
+	fromState, toState string
+	batch              int
 }
 
 func (a *app) migrateCmd() *cobra.Command {
@@ -30,10 +33,27 @@ differs from the source's is refused before anything is written (exit
 status 1); an embedded directory is always cosine, so a dot or euclidean
 source goes to a postgres or qdrant target. Filters copy a subset.
 
-Records the target holds already with the same content are skipped, so an
-interrupted migrate resumes when run again. At the end every source record
-is read back from the target and compared, and the counts are printed; a
-mismatch exits 1.
+The runtime's state moves with the records: every key of the source's
+state store (the layers' state such as a todo list or the temporal layer's
+call-id replay protection, the bindings of threads to their resources, the
+recorded assemblies memctl inspect shows), values byte for byte, into the
+target's. The state store of an embedded directory is <dir>/state, of a
+postgres store its database (one state table per database, whatever the
+collection); --from-state and --to-state name others (a qdrant or bare
+chromem store has none). A source with state and a target without a state
+store is refused before anything is written; --no-state moves the records
+only, --no-assemblies leaves the recorded assemblies behind. Filters select
+records only: with a filter no state moves (memctl says so).
+
+Records and state values the target holds already with the same content
+are skipped, so an interrupted migrate resumes when run again. At the end
+every source record and state value is read back from the target and
+compared, and the counts are printed; a mismatch exits 1.
+
+An embedded source another process holds (a running agent) is read from a
+snapshot of its records taken when the migrate starts, and its state as it
+is then; run the migrate again once the agent is stopped to take what it
+wrote meanwhile.
 
   memctl migrate --from ./.strata/data --to 'postgres://user@db/strata?collection=memories'`,
 		Args: exactArgs(0, "no arguments (use --from and --to)"),
@@ -44,6 +64,9 @@ mismatch exits 1.
 	fs.StringVar(&f.from, "from", "", "source store (default: --store, $STRATA_STORE, the config file, ./.strata/data)")
 	fs.StringVar(&f.to, "to", "", "target store (required)")
 	fs.IntVar(&f.batch, "batch", 500, "records per write")
+	fs.StringVar(&f.fromState, "from-state", "", "the source's state store (default: <dir>/state, the postgres database, the config file's for the configured store)")
+	fs.StringVar(&f.toState, "to-state", "", "the target's state store (default: <dir>/state, the postgres database)")
+	f.registerState(fs, "move")
 	return cmd
 }
 
@@ -74,7 +97,7 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 	if fromRef.Raw == toRef.Raw || fromRef.Dir != "" && fromRef.Dir == toRef.Dir {
 		return usageErrorf("--from and --to are the same store")
 	}
-	src, err := a.openRef(ctx, fromRef, openRead, nil, false)
+	src, err := a.openRef(ctx, fromRef, openReadOnly, nil, false)
 	if err != nil {
 		return err
 	}
@@ -89,6 +112,12 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
+	srcState, dstState, err := a.migrateStates(ctx, f, src, dst, !flt.IsZero() || match != "")
+	if err != nil {
+		return err
+	}
+	defer srcState.close()
+	defer dstState.close()
 	bar := a.bar("migrate", int64(total), "records")
 	defer bar.Clear()
 	include := func(r *vectorstore.Record) bool { return matchText(r, match) }
@@ -98,8 +127,22 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 	}
 	bar.Finish()
 	res := copyResult{Source: cr.Source, Written: cr.Written, Skipped: cr.Skipped}
+	var stateErr error
+	if srcState != nil {
+		sc, err := environment.CopyState(ctx, srcState.st, dstState.st, environment.StateCopyOptions{Include: f.include()})
+		if err != nil {
+			return fmt.Errorf("migrate the layer state from %s to %s: %w", srcState.name, dstState.name, err)
+		}
+		res.State = &stateResult{Keys: sc.Source, Assemblies: sc.Assemblies, Written: sc.Written, Skipped: sc.Skipped}
+	}
 	if err := verifyCopy(ctx, src.coll, dst.coll, flt, include, &res, environment.SameRecord); err != nil {
 		return err
+	}
+	if srcState != nil {
+		stateErr = verifyState(ctx, srcState, dstState, f.include(), res.State)
+		if stateErr != nil && !errors.Is(stateErr, ErrVerify) {
+			return stateErr
+		}
 	}
 	if err := a.report(res, fmt.Sprintf("migrated %s to %s", src.ref, dst.ref)); err != nil {
 		return err
@@ -107,5 +150,59 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 	if res.Verified != res.Source {
 		return fmt.Errorf("%w: %d of %d source records are not in %s as they are in the source", ErrVerify, res.Source-res.Verified, res.Source, dst.ref)
 	}
-	return nil
+	return stateErr
+}
+
+// migrateStates opens the source's state store and, when it holds keys
+// to move, the target's: nil, nil when no state moves (--no-state, a
+// filter, no state store known for the source). A source with state and
+// a target with no state store memctl knows of is refused before
+// anything is written.
+func (a *app) migrateStates(ctx context.Context, f *migrateFlags, src, dst *store, filtered bool) (*openedState, *openedState, error) {
+	switch {
+	case f.noState:
+		return nil, nil, nil
+	case filtered:
+		fmt.Fprintln(a.io.Err, "memctl: migrate: the filters select records: no layer state moves (migrate without filters to move it)")
+		return nil, nil, nil
+	}
+	from := f.fromState
+	if from == "" && f.from == "" {
+		from = a.stateLoc(src.ref) // the configured store's, config file included
+	} else if from == "" {
+		from = defaultStateLoc(src.ref)
+	}
+	srcState, err := a.stateOf(ctx, src, from, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("migrate: the source's layer state: %w", err)
+	}
+	if srcState == nil {
+		fmt.Fprintf(a.io.Err, "memctl: migrate: %s keeps no layer state memctl knows of: records only (pass --from-state to move the state too)\n", esc(src.ref.String()))
+		return nil, nil, nil
+	}
+	keys, err := environment.StateKeys(ctx, srcState.st)
+	if err != nil {
+		srcState.close()
+		return nil, nil, fmt.Errorf("migrate: list the layer state in %s: %w", srcState.name, err)
+	}
+	if len(keys) == 0 {
+		srcState.close()
+		return nil, nil, nil
+	}
+	to := f.toState
+	if to == "" {
+		to = defaultStateLoc(dst.ref)
+	}
+	if to == "" {
+		srcState.close()
+		return nil, nil, usageErrorf("migrate: %s holds %s, and %s keeps no layer state: nothing migrated; "+
+			"pass --to-state DIR|postgres://... to move it there, or --no-state to move the records only",
+			srcState.name, plural(len(keys), "layer state value", "layer state values"), dst.ref)
+	}
+	dstState, err := a.stateOf(ctx, dst, to, true)
+	if err != nil {
+		srcState.close()
+		return nil, nil, fmt.Errorf("migrate: the target's layer state: %w", err)
+	}
+	return srcState, dstState, nil
 }

@@ -142,7 +142,6 @@ func (a *app) rmCmd() *cobra.Command {
 	fs.BoolVar(&f.noLinked, "no-linked-threads", false, "with --resource, leave the legacy records and state of the resource's threads (those without a resource)")
 	fs.BoolVar(&f.recordsOnly, "records-only", false, "with --resource or --legacy, delete the records only and leave the runtime's layer state")
 	fs.BoolVar(&f.legacy, "legacy", false, "with --thread and no --resource: only the thread's records without a resource and its state keyed by the thread id alone")
-	fs.StringVar(&a.flags.state, "state", "", "the runtime's state store: a filestore directory or postgres:// URL")
 	return cmd
 }
 
@@ -184,6 +183,15 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 		if err := checkID(id); err != nil {
 			return err
 		}
+	}
+	if rc, err := a.remoteClient(); err != nil || rc != nil {
+		if err != nil {
+			return err
+		}
+		if len(args) == 0 {
+			return usageErrorf("through --server, rm takes ids (a resource is forgotten with the server's /v1/forget or its forget_memories tool)")
+		}
+		return a.remoteRm(ctx, rc, args, f.dryRun)
 	}
 	s, err := a.openStore(ctx, openRead, nil)
 	if err != nil {
@@ -234,7 +242,7 @@ func (a *app) runRm(ctx context.Context, cmd *cobra.Command, args []string, f *r
 	what, nkeys := recordsWhat(plan.Total, plan.Contexts), len(plan.Keys)
 
 	if f.dryRun {
-		if err := a.printRecords(plan.Records, false, nil); err != nil {
+		if err := a.printRecords(plan.Records, nil); err != nil {
 			return err
 		}
 		if err := a.printStateKeys(plan.Keys, plan.StateName); err != nil {

@@ -21,7 +21,6 @@ type searchFlags struct {
 	filterFlags
 	limit    int
 	minScore float64
-	wide     bool
 	vectors  bool
 }
 
@@ -42,7 +41,6 @@ Filters restrict the candidates before ranking.
 	fs := cmd.Flags()
 	fs.IntVarP(&f.limit, "limit", "n", 10, "number of results (1.."+strconv.Itoa(vectorstore.MaxK)+")")
 	fs.Float64Var(&f.minScore, "min-score", -1e308, "drop results scoring below this")
-	fs.BoolVarP(&f.wide, "wide", "w", false, "show the whole text")
 	fs.BoolVar(&f.vectors, "vectors", false, "include vectors in --json output")
 	return cmd
 }
@@ -58,7 +56,13 @@ func (a *app) runSearch(ctx context.Context, text string, f *searchFlags) error 
 	if f.limit < 1 || f.limit > vectorstore.MaxK {
 		return usageErrorf("--limit must be in 1..%d", vectorstore.MaxK)
 	}
-	s, err := a.openStore(ctx, openRead, nil)
+	if rc, err := a.remoteClient(); err != nil || rc != nil {
+		if err != nil {
+			return err
+		}
+		return a.remoteSearch(ctx, rc, text, f)
+	}
+	s, err := a.openStore(ctx, openReadOnly, nil)
 	if err != nil {
 		return err
 	}
@@ -95,5 +99,5 @@ func (a *app) runSearch(ctx context.Context, text string, f *searchFlags) error 
 	if scores == nil {
 		scores = []float64{}
 	}
-	return a.printRecords(recs, f.wide, scores)
+	return a.printRecords(recs, scores)
 }

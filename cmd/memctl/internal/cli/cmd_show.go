@@ -39,11 +39,21 @@ func (a *app) runShow(ctx context.Context, id string, vectors bool) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	s, r, err := a.openRecord(ctx, id)
-	if err != nil {
+	var r vectorstore.Record
+	if rc, err := a.remoteClient(); err != nil {
 		return err
+	} else if rc != nil {
+		if r, err = a.remoteRecord(ctx, rc, id); err != nil {
+			return err
+		}
+	} else {
+		s, rec, err := a.openRecord(ctx, id, openReadOnly)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		r = rec
 	}
-	defer s.Close()
 	if a.flags.json {
 		if !vectors {
 			r.Vector = nil

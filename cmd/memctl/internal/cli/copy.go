@@ -24,6 +24,8 @@ type copyResult struct {
 	Target   int `json:"target"`
 	// UpToDate is set when reindex had nothing to do.
 	UpToDate bool `json:"up_to_date,omitempty"`
+	// State is what moved of the layer state (migrate), nil when none did.
+	State *stateResult `json:"state,omitempty"`
 
 	extraIDs []string // the first few, for the message
 }
@@ -34,6 +36,10 @@ func (a *app) report(r copyResult, what string) error {
 	}
 	fmt.Fprintf(a.io.Out, "%s: %d records, %d written, %d already there, verified %d/%d (target holds %d)\n",
 		esc(what), r.Source, r.Written, r.Skipped, r.Verified, r.Source, r.Target)
+	if s := r.State; s != nil {
+		fmt.Fprintf(a.io.Out, "layer state: %d values (%d recorded assemblies), %d written, %d already there, verified %d/%d\n",
+			s.Keys, s.Assemblies, s.Written, s.Skipped, s.Verified, s.Keys)
+	}
 	return nil
 }
 

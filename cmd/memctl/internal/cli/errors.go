@@ -48,6 +48,9 @@ var (
 	// layer state: exit status 1, even when the cause is a state directory
 	// that does not exist, since rm then deleted nothing it was asked to.
 	ErrStateStore = errors.New("state store failed")
+	// ErrLocked is wrapped when an embedded store is held by another
+	// process and the command would write to it: exit status 1.
+	ErrLocked = errors.New("store locked")
 )
 
 // usageErrorf returns an error wrapping ErrUsage.

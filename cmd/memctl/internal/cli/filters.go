@@ -88,7 +88,7 @@ func (a *app) openFiltered(ctx context.Context, f *filterFlags) (*store, vectors
 	if err != nil {
 		return nil, flt, "", err
 	}
-	s, err := a.openStore(ctx, openRead, nil)
+	s, err := a.openStore(ctx, openReadOnly, nil)
 	if err != nil {
 		return nil, flt, "", err
 	}

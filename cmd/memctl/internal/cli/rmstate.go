@@ -85,10 +85,9 @@ func (a *app) printStateKeys(keys []storage.Key, loc string) error {
 		return nil
 	}
 	fmt.Fprintf(a.io.Out, "\nState keys in %s:\n", esc(loc))
-	tw := newTable(a.io.Out)
-	fmt.Fprintln(tw, "SCOPE\tSCOPE ID\tLAYER\tNAME")
-	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(k.Scope), cell(clip(k.ScopeID, 40)), cell(clip(k.Layer, 40)), cell(clip(k.Name, 40)))
+	rows := make([][]string, len(keys))
+	for i, k := range keys {
+		rows[i] = []string{cell(k.Scope), cell(k.ScopeID), cell(k.Layer), cell(k.Name)}
 	}
-	return tw.Flush()
+	return fitTable(a.io.Out, a.width(), []column{{name: "SCOPE"}, {name: "SCOPE ID", min: 12}, {name: "LAYER", min: 10}, {name: "NAME", min: 12}}, rows)
 }

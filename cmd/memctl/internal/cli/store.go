@@ -33,6 +33,10 @@ type openMode int
 const (
 	openRead   openMode = iota // the store must exist
 	openCreate                 // created when missing
+	// openReadOnly: the store must exist and is only read, so an embedded
+	// directory another process holds is read from a snapshot (see
+	// snapshot.go).
+	openReadOnly
 )
 
 // store is an open memctl store.
@@ -51,6 +55,10 @@ type store struct {
 	// explicit is the embedder the operator configured, if any.
 	explicit *embed.Spec
 	created  bool
+	// snapshot says the records are a snapshot of a directory another
+	// process holds; cleanup removes it.
+	snapshot bool
+	cleanup  func()
 }
 
 // Close closes the store.
@@ -58,7 +66,12 @@ func (s *store) Close() error {
 	if s == nil {
 		return nil
 	}
-	return s.envx.Close()
+	err := s.envx.Close()
+	if s.cleanup != nil {
+		s.cleanup()
+		s.cleanup = nil
+	}
+	return err
 }
 
 // Info describes the collection.
@@ -92,8 +105,8 @@ func (a *app) openStore(ctx context.Context, mode openMode, cs *createSpec) (*st
 // openRecord opens the configured store to read and reads the record
 // with this id from it: a not-found error naming the store when it holds
 // none. The caller closes the store.
-func (a *app) openRecord(ctx context.Context, id string) (*store, vectorstore.Record, error) {
-	s, err := a.openStore(ctx, openRead, nil)
+func (a *app) openRecord(ctx context.Context, id string, mode openMode) (*store, vectorstore.Record, error) {
+	s, err := a.openStore(ctx, mode, nil)
 	if err != nil {
 		return nil, vectorstore.Record{}, err
 	}
@@ -121,7 +134,7 @@ func (a *app) openRef(ctx context.Context, ref storeRef, mode openMode, cs *crea
 	s := &store{ref: ref, explicit: explicit}
 	octx, cancel := context.WithTimeout(ctx, a.flags.timeout)
 	defer cancel()
-	target, opts := ref.URL, environment.Options{MustExist: mode == openRead, NoState: ref.Dir == "", Resolve: s.resolve,
+	target, opts := ref.URL, environment.Options{MustExist: mode != openCreate, NoState: ref.Dir == "", Resolve: s.resolve,
 		NewEmbedder: func(ctx context.Context, dim int) (embed.Embedder, error) { return s.newEmbedder(ctx, cs, src, dim) }}
 	if ref.Dir != "" {
 		if target = ref.Dir; !allowPending {
@@ -141,6 +154,20 @@ func (a *app) openRef(ctx context.Context, ref storeRef, mode openMode, cs *crea
 		opts.Dimension, opts.Distance = cs.Dim, cs.Distance
 	}
 	env, err := environment.Open(octx, target, opts)
+	if le, locked := asLocked(err); locked && ref.Dir != "" {
+		if mode != openReadOnly {
+			return s, lockedError(ref.Dir, le)
+		}
+		var serr error
+		if env, s.cleanup, serr = openSnapshot(octx, ref.Dir, opts); serr != nil {
+			return s, fmt.Errorf("%w (and reading a snapshot of it failed: %v)", lockedError(ref.Dir, le), serr)
+		}
+		s.snapshot = true
+		// What is recorded is the live directory's, not the copy's.
+		env.RecordedIn = filepath.Join(ref.Dir, "strata.json")
+		fmt.Fprintf(a.io.Err, "memctl: store %s is open in %s: reading a snapshot of it taken now\n", esc(ref.Dir), esc(lockedError(ref.Dir, le).Holder))
+		err = nil
+	}
 	if err != nil {
 		return s, a.openError(s, err)
 	}
@@ -161,6 +188,9 @@ func (a *app) openRef(ctx context.Context, ref storeRef, mode openMode, cs *crea
 	}
 	if err != nil {
 		_ = env.Close()
+		if s.cleanup != nil {
+			s.cleanup()
+		}
 		return s, err
 	}
 	s.envx, s.env = env, env.Embedded
