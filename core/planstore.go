@@ -53,11 +53,11 @@ type planRecorder struct {
 	// chunked is the number of log items stored in complete chunks;
 	// written the number of log items stored at all (the last chunk may
 	// be partial). enc holds the encodings of the items of the partial
-	// chunk (from chunked on), digest the digest of every log item.
+	// chunk (from chunked on).
 	chunked, written int
 	enc              [][]byte
-	digest           [][32]byte
-	// chain[i] digests the log's first i items (chain[0] is zero).
+	// chain[i] digests the log's first i items (chain[0] is zero), each
+	// link the digest of the previous link and the item's encoding.
 	chain [][32]byte
 	// blobs are the digests of the parts already stored.
 	blobs map[string]bool
@@ -113,7 +113,10 @@ func (s *Session) storeLog(ctx context.Context) error {
 		r.tag = hexDigest([]byte(s.info.RunID))[:16]
 	}
 	n := len(s.items)
-	for i := len(r.digest); i < n; i++ {
+	if len(r.chain) == 0 {
+		r.chain = append(r.chain, [32]byte{})
+	}
+	for i := len(r.chain) - 1; i < n; i++ {
 		raw, err := marshalNoEscape(s.items[i])
 		if err != nil {
 			return err
@@ -121,10 +124,6 @@ func (s *Session) storeLog(ctx context.Context) error {
 		raw = trimNewline(raw)
 		r.enc = append(r.enc, raw)
 		d := sha256.Sum256(raw)
-		r.digest = append(r.digest, d)
-		if len(r.chain) == 0 {
-			r.chain = append(r.chain, [32]byte{})
-		}
 		var link [64]byte
 		copy(link[:32], r.chain[len(r.chain)-1][:])
 		copy(link[32:], d[:])

@@ -276,14 +276,8 @@ func (s *Session) headEntries(r residentLog) []projector.Entry[Item] {
 // mark is an index of history (-1 for none) and markAt its index in the
 // result; shown lists the activations the result shows.
 func (s *Session) renderEvents(history []projector.Entry[Item], r residentLog, mark int) (out []projector.Entry[Item], markAt int, shown []ContentMark) {
-	events := false
-	for i := range history {
-		if t := history[i].Item.Type; t == TypeCompaction || t == TypeContent {
-			events = true
-			break
-		}
-	}
-	if !events {
+	if len(s.events) == 0 {
+		// History comes from the log: without events there, none here.
 		return history, mark, nil
 	}
 	type waiting struct {
