@@ -306,6 +306,10 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 			if err != nil {
 				return nil, nil, 0, nil, err
 			}
+			// The event is the log's newest item now: history must hold
+			// its place too, or an update published later in this
+			// assembly (at the log's end) would point past it.
+			history = s.log[start:]
 			folded, fstart = fold(ev)
 			usage.Count++
 			usage.Folded = ev.Compaction.Through

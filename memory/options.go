@@ -48,7 +48,18 @@ type Common struct {
 	// does; the zero value aborts the run (core.InitErrorAbort).
 	OnInitError core.InitErrorPolicy
 	// Logger receives the warnings a layer recovers from (what each layer
-	// logs is documented on its Options). Nil discards them.
+	// logs is documented on its Options). Nil discards them, with one
+	// exception: the scope notice. A layer whose Scope is left "" and
+	// whose default is core.ScopeThread warns, once per layer (per New),
+	// when a run names a resource and starts a new thread of it: the
+	// host evidently expects the resource's memories, and the new thread
+	// has none of them. With a nil Logger that warning goes to
+	// slog.Default(), because the host that configured nothing is the
+	// one it is for and a discarded warning would leave the surprise
+	// silent; it is logged at most once, so it cannot flood the default
+	// logger. Setting Scope (core.ScopeResource to share the memories
+	// across the resource's threads, core.ScopeThread to keep them per
+	// thread) silences it.
 	Logger *slog.Logger
 }
 

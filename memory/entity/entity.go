@@ -147,7 +147,9 @@ func (s State) Entities() []Entity {
 // core.SlotEntity, thread scope (core.ScopeResource shares entities
 // across a resource's threads, core.ScopeGlobal across all), budget
 // core.Range(200, 1000) and auto placement. The Logger receives the
-// records skipped at load; a rejected plain call is a runtime diagnostic.
+// records skipped at load, and the scope notice while Scope is left ""
+// (see memory.Common.Logger); a rejected plain call is a runtime
+// diagnostic.
 type Options struct {
 	memory.Common
 	// CallName is the name of the layer's plain function
@@ -203,6 +205,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	notice := layerkit.NewScopeNotice(opts.Common, common)
 	opts.Common = common
 	bad := func(field, reason string) error { return layerkit.ConfigError(opts.ID, field, reason) }
 	if opts.CallName == "" {
@@ -229,7 +232,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 		maxEnt: opts.MaxEntities, maxNotes: opts.MaxNotes, logger: opts.Logger}
 	// A child writes to the store directly: the parent reloads to see
 	// what it recorded.
-	hooks := layerkit.MirrorHooks(store, l.id, "entity", l.load, l.render,
+	hooks := layerkit.MirrorHooks(store, notice, l.id, "entity", l.load, l.render,
 		func(_ State, prev, next []core.Item) string { return renderDelta(prev, next) },
 		func(st *State, parent State) { st.calls = parent.calls })
 	cl := layerkit.Spec[State](opts.Common)

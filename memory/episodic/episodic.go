@@ -163,6 +163,9 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Nil while the default stays resource: a layer whose host chose
+	// core.ScopeThread has nothing to be told.
+	notice := layerkit.NewScopeNotice(opts.Common, common)
 	opts.Common = common
 	bad := func(field, reason string) error { return layerkit.ConfigError(opts.ID, field, reason) }
 	switch {
@@ -201,7 +204,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	// unconfirmed, and Complete says so.
 	cl.WritesRecords = true
 	cl.Hooks = core.Hooks[State]{
-		Init:       layerkit.MirrorInit(store, l.id, "episodic", l.load),
+		Init:       layerkit.MirrorInit(store, notice, l.id, "episodic", l.load),
 		Recall:     l.recall,
 		OnComplete: l.complete,
 		RenderDelta: func(_ context.Context, p core.RenderDeltaParams[State]) (string, bool, error) {

@@ -98,8 +98,9 @@ type Observation struct {
 // "Observations", slot core.SlotObservations (200), thread scope
 // (core.ScopeResource is the other one accepted: whose conversation the
 // observations belong to), auto budget and auto placement (see the
-// package doc). The layer's own default to the rule-based extractor and
-// merge threshold 0.92.
+// package doc). The Logger receives the scope notice while Scope is left
+// "" (see memory.Common.Logger). The layer's own default to the
+// rule-based extractor and merge threshold 0.92.
 type Options struct {
 	memory.Common
 	// Extractor reads new conversation items after each model call and
@@ -143,6 +144,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	notice := layerkit.NewScopeNotice(opts.Common, common)
 	opts.Common = common
 	switch {
 	case opts.MergeThreshold == 0:
@@ -157,7 +159,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 		opts.Extractor = nil
 	}
 	l := &Layer{store: store, opts: opts, fn: opts.ID + "/record",
-		g: ledger.Ledger{Store: store, ID: opts.ID, Kind: Kind, Scope: opts.Scope, Name: "observations"}}
+		g: ledger.Ledger{Store: store, ID: opts.ID, Kind: Kind, Scope: opts.Scope, Name: "observations", Notice: notice}}
 	l.Layer = l.runtimeLayer()
 	return l, nil
 }

@@ -45,7 +45,8 @@ var ErrInvalidUpdate = errors.New("scratchpad: invalid update")
 // options (memory.Common) default to: id "scratchpad", name
 // "Scratchpad", slot core.SlotScratchpad, thread scope (core.ScopeResource
 // and core.ScopeGlobal share the notes wider), budget core.Range(100,
-// 1000) and auto placement. The layer logs nothing.
+// 1000) and auto placement. The layer logs only the scope notice, while
+// Scope is left "" (see memory.Common.Logger).
 type Options struct {
 	memory.Common
 	// MaxKeys bounds the keys one scope holds; an update that would grow
@@ -137,6 +138,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	notice := layerkit.NewScopeNotice(opts.Common, common)
 	opts.Common = common
 	if opts.MaxKeys < 0 {
 		return nil, layerkit.ConfigError(opts.ID, "MaxKeys", "negative")
@@ -148,7 +150,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	cl := layerkit.Spec[State](opts.Common)
 	// A child writes its notes to the store directly: the parent reloads
 	// to see them.
-	cl.Hooks = layerkit.MirrorHooks(store, l.id, "scratchpad", l.load, l.render, renderDelta,
+	cl.Hooks = layerkit.MirrorHooks(store, notice, l.id, "scratchpad", l.load, l.render, renderDelta,
 		func(st *State, parent State) { st.calls = parent.calls })
 	// No Store hook: "<id>/update" is applied only when the host routes
 	// it, after the steering layers' BeforeToolCall, so a denial holds. A

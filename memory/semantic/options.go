@@ -55,7 +55,8 @@ const (
 // either pin a stale recall or publish a supersede each turn, while after
 // history it costs only its own tokens). The Logger receives warnings the
 // layer recovers from (an embedder that fails at recall, when lexical
-// results are served alone). The layer's own options default to the 4
+// results are served alone), and the scope notice while Scope is left ""
+// (see memory.Common.Logger). The layer's own options default to the 4
 // best messages each with one neighbour before and after, hybrid
 // ranking, user and assistant messages recorded.
 type Options struct {

@@ -34,6 +34,9 @@ type Layer struct {
 	// upgraded remembers the scopes whose records are up to date (see
 	// upgrade).
 	upgraded sync.Map
+	// notice is the scope notice its Init hook checks; nil when the host
+	// set Scope.
+	notice *layerkit.ScopeNotice
 }
 
 // State is the layer's per-session state: a handle on the session's
@@ -85,7 +88,7 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 		return nil, fmt.Errorf("semantic: layer %q: %w", o.ID, err)
 	}
 	an := lexical.DefaultAnalyzer()
-	l := &Layer{o: o, store: store, an: an}
+	l := &Layer{o: o, store: store, an: an, notice: layerkit.NewScopeNotice(opts.Common, o.Common)}
 	seen := map[string]bool{}
 	for _, w := range queryStopwords {
 		for _, t := range an.Terms(w) {
@@ -109,7 +112,7 @@ func (l *Layer) runtimeLayer() core.Layer[State] {
 	// unconfirmed, and the session method says so.
 	cl.WritesRecords = true
 	cl.Hooks = core.Hooks[State]{
-		Init:         l.init,
+		Init:         layerkit.WithScopeNotice(l.notice, l.init),
 		OnItemAppend: l.onItemAppend,
 		Store:        l.storeHook,
 		Recall:       l.recall,

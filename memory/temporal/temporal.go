@@ -181,8 +181,10 @@ func normValue(s string) string {
 // facts", slot DefaultSlot (175), thread scope (core.ScopeResource is
 // the other one accepted), auto budget and anchored placement (see the
 // package doc; memory.PlacementAuto asks for the runtime's choice). The
-// layer's own default to no extractor (writes come from the model's
-// temporal/record calls and Put) and calendar days in UTC.
+// Logger receives the scope notice while Scope is left "" (see
+// memory.Common.Logger). The layer's own default to no extractor (writes
+// come from the model's temporal/record calls and Put) and calendar days
+// in UTC.
 type Options struct {
 	memory.Common
 	// Extractor, when set, reads new conversation items after each model
@@ -221,12 +223,13 @@ func New(store *memory.Store, opts Options) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	notice := layerkit.NewScopeNotice(opts.Common, common)
 	opts.Common = common
 	if opts.Location == nil {
 		opts.Location = time.UTC
 	}
 	l := &Layer{store: store, opts: opts, fnRec: opts.ID + "/record", fnAsOf: opts.ID + "/as_of",
-		g: ledger.Ledger{Store: store, ID: opts.ID, Kind: Kind, Scope: opts.Scope, Name: "temporal"}}
+		g: ledger.Ledger{Store: store, ID: opts.ID, Kind: Kind, Scope: opts.Scope, Name: "temporal", Notice: notice}}
 	l.Layer = l.runtimeLayer()
 	return l, nil
 }

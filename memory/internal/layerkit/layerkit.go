@@ -62,8 +62,10 @@ func Open(store *memory.Store, name string, c memory.Common, d Defaults) (memory
 
 // Resolve returns c with its zero fields set from d, checked in the order
 // ID, Scope, Budget, Placement. memory.PlacementAuto becomes
-// core.PlacementAuto; a nil Logger one that discards. Errors are
-// *core.ConfigError values naming the layer and the field.
+// core.PlacementAuto; a nil Logger one that discards (the scope notice,
+// which NewScopeNotice builds from the given options, is the one warning
+// that goes to slog.Default() instead: see memory.Common.Logger). Errors
+// are *core.ConfigError values naming the layer and the field.
 func Resolve(c memory.Common, d Defaults) (memory.Common, error) {
 	if c.ID == "" {
 		c.ID = d.ID
@@ -248,12 +250,14 @@ func AdoptThreadRecords(ctx context.Context, col *vectorstore.Collection, layer 
 }
 
 // MirrorInit is the Init hook of a layer whose state is a mirror of its
-// scope's records (episodic, entity, scratchpad): it gives the run's
-// resource the thread's records of an earlier version when the run has
-// just bound the thread (AdoptThreadRecords), then loads the run's scope.
-// name starts its errors.
-func MirrorInit[S any](store *memory.Store, layer, name string, load func(context.Context, core.RunInfo) (S, error)) func(context.Context, core.InitParams) (S, error) {
+// scope's records (episodic, entity, scratchpad): it checks the layer's
+// scope notice (nil: none), gives the run's resource the thread's records
+// of an earlier version when the run has just bound the thread
+// (AdoptThreadRecords), then loads the run's scope. name starts its
+// errors.
+func MirrorInit[S any](store *memory.Store, notice *ScopeNotice, layer, name string, load func(context.Context, core.RunInfo) (S, error)) func(context.Context, core.InitParams) (S, error) {
 	return func(ctx context.Context, p core.InitParams) (S, error) {
+		notice.Check(ctx, p)
 		if p.ClaimedThread {
 			if _, err := AdoptThreadRecords(ctx, store.Records, layer, p.Run); err != nil {
 				var zero S
@@ -266,18 +270,18 @@ func MirrorInit[S any](store *memory.Store, layer, name string, load func(contex
 
 // MirrorHooks are the hooks of a layer whose state is a mirror of its
 // scope's records and whose writes are its routed calls (entity,
-// scratchpad): Init is MirrorInit; Recall is render's text of the state
-// within the budget; RenderDelta is delta's text, no compact delta when
-// it is ""; OnReturn loads the parent's scope again, since a child writes
-// to the store directly, and keep carries over what the reloaded state
-// takes from the parent's.
-func MirrorHooks[S any](store *memory.Store, layer, name string,
+// scratchpad): Init is MirrorInit, with the layer's scope notice; Recall
+// is render's text of the state within the budget; RenderDelta is delta's
+// text, no compact delta when it is ""; OnReturn loads the parent's scope
+// again, since a child writes to the store directly, and keep carries
+// over what the reloaded state takes from the parent's.
+func MirrorHooks[S any](store *memory.Store, notice *ScopeNotice, layer, name string,
 	load func(context.Context, core.RunInfo) (S, error),
 	render func(st S, budget int, tk tokens.Tokenizer) string,
 	delta func(st S, prev, next []core.Item) string,
 	keep func(reloaded *S, parent S)) core.Hooks[S] {
 	return core.Hooks[S]{
-		Init: MirrorInit(store, layer, name, load),
+		Init: MirrorInit(store, notice, layer, name, load),
 		Recall: func(_ context.Context, p core.RecallParams[S]) (core.Recall[S], error) {
 			return core.Text[S](render(p.State, p.Budget, p.Tokens))
 		},
@@ -609,7 +613,8 @@ type ScopeNotice struct {
 // when there is nothing to notice: the host named a scope, or the
 // layer's default is not core.ScopeThread. The notice goes to the
 // layer's Logger; when the host gave none it goes to slog.Default(), since
-// the host that configured nothing is the one this is for.
+// the host that configured nothing is the one this is for (the rule
+// memory.Common.Logger documents).
 func NewScopeNotice(given, resolved memory.Common) *ScopeNotice {
 	if given.Scope != "" || resolved.Scope != core.ScopeThread {
 		return nil
@@ -631,13 +636,14 @@ func (n *ScopeNotice) Check(ctx context.Context, p core.InitParams) {
 	n.once.Do(func() {
 		n.logger.WarnContext(ctx, "memory layer keeps its memories per thread: this new thread of the resource starts without them",
 			"layer", n.layer, "resource", p.Run.ResourceID, "thread", p.Run.ThreadID,
-			"fix", "set Common.Scope to core.ScopeResource to share them across the resource's threads, or to core.ScopeThread to keep them per thread and silence this")
+			"fix", "set Scope: core.ScopeResource in the layer's memory.Common options to share them across the resource's threads, or Scope: core.ScopeThread to keep them per thread and silence this")
 	})
 }
 
-// WithScopeNotice is init with the notice checked first: a layer's
-// Init hook, e.g. WithScopeNotice(n, MirrorInit(...)). A nil notice
-// returns init unchanged.
+// WithScopeNotice is init with the notice checked first: the Init hook
+// of a layer with its own, e.g. WithScopeNotice(n, l.init) (MirrorInit
+// and the ledger's Init check theirs). A nil notice returns init
+// unchanged.
 func WithScopeNotice[S any](n *ScopeNotice, init func(context.Context, core.InitParams) (S, error)) func(context.Context, core.InitParams) (S, error) {
 	if n == nil {
 		return init

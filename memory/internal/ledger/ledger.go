@@ -32,6 +32,9 @@ type Ledger struct {
 	Scope core.Scope
 	// Name prefixes errors: "observations", "temporal".
 	Name string
+	// Notice is the layer's scope notice (layerkit.NewScopeNotice), which
+	// Init checks; nil when there is nothing to notice.
+	Notice *layerkit.ScopeNotice
 }
 
 // Open is how both layers' New start: store must be usable (else its
@@ -94,11 +97,12 @@ func (g *Ledger) Delete(ctx context.Context, scope vectorstore.Scope, f func(vec
 	return n, nil
 }
 
-// Init is both layers' Init hook: it adopts the thread's records of an
-// earlier version when the run has just bound the thread, decodes the
-// persisted state and completes it with load, which loads the mirror of
-// the run's scope.
+// Init is both layers' Init hook: it checks the scope notice, adopts the
+// thread's records of an earlier version when the run has just bound the
+// thread, decodes the persisted state and completes it with load, which
+// loads the mirror of the run's scope.
 func Init[S any](ctx context.Context, g *Ledger, p core.InitParams, load func(*S, vectorstore.Scope) error) (S, error) {
+	g.Notice.Check(ctx, p)
 	if p.ClaimedThread {
 		if _, err := layerkit.AdoptThreadRecords(ctx, g.Store.Records, g.ID, p.Run); err != nil {
 			var zero S
