@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -292,11 +293,24 @@ func intOrDash(n int) string {
 func fmtDur(d time.Duration) string {
 	switch {
 	case d >= time.Second:
-		return fmt.Sprintf("%.3g s", d.Seconds())
+		return sig3(d.Seconds()) + " s"
 	case d >= time.Millisecond:
-		return fmt.Sprintf("%.3g ms", float64(d)/float64(time.Millisecond))
+		return sig3(float64(d)/float64(time.Millisecond)) + " ms"
 	default:
-		return fmt.Sprintf("%.3g µs", float64(d)/float64(time.Microsecond))
+		return sig3(float64(d)/float64(time.Microsecond)) + " µs"
+	}
+}
+
+// sig3 prints x (under 1000 but for rounding) with three significant
+// digits in fixed notation: %.3g would print 999.7 as "1e+03".
+func sig3(x float64) string {
+	switch {
+	case x >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case x >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 2, 64)
 	}
 }
 
