@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
+	"strconv"
 
 	"github.com/stratamem/strata/core/internal/keys"
 	"github.com/stratamem/strata/storage"
@@ -72,6 +75,11 @@ type planRecorder struct {
 	idx    assemblyIndex
 	idxRev int64
 	loaded bool
+	// chunkRev is the revision this session last wrote the partial log
+	// chunk at, recRevs those of the records it wrote: a rewrite or a
+	// retention delete then costs one store call, not a read first.
+	chunkRev int64
+	recRevs  map[int]int64
 }
 
 type bandMemo struct {
@@ -140,13 +148,14 @@ func (s *Session) storeLog(ctx context.Context) error {
 			buf = append(buf, raw...)
 		}
 		buf = append(buf, ']')
-		if err := putOver(ctx, s.rt.store, keys.LogChunk(s.info.ResourceID, s.info.ThreadID, r.tag, c), buf); err != nil {
+		rev, err := putAt(ctx, s.rt.store, keys.LogChunk(s.info.ResourceID, s.info.ThreadID, r.tag, c), buf, r.chunkRev)
+		if err != nil {
 			return err
 		}
-		r.written = end
+		r.written, r.chunkRev = end, rev
 		if end-r.chunked == LogChunk {
 			r.enc = r.enc[LogChunk:]
-			r.chunked = end
+			r.chunked, r.chunkRev = end, 0
 		}
 	}
 	return nil
@@ -419,17 +428,23 @@ func (s *Session) appendRecord(ctx context.Context, rec *AssemblyRecord) error {
 			continue
 		}
 		r.idx, r.idxRev = idx, rev
-		body, err := marshalNoEscape(rec)
+		body, err := encodeRecord(rec)
 		if err != nil {
 			return err
 		}
-		if err := putOver(ctx, st, keys.Assembly(s.info.ResourceID, s.info.ThreadID, rec.Turn), body); err != nil {
+		recRev, err := putAt(ctx, st, keys.Assembly(s.info.ResourceID, s.info.ThreadID, rec.Turn), body, 0)
+		if err != nil {
 			return err
 		}
+		if r.recRevs == nil {
+			r.recRevs = map[int]int64{}
+		}
+		r.recRevs[rec.Turn] = recRev
 		for _, t := range drop {
-			if err := deleteAny(ctx, st, keys.Assembly(s.info.ResourceID, s.info.ThreadID, t)); err != nil {
+			if err := deleteAt(ctx, st, keys.Assembly(s.info.ResourceID, s.info.ThreadID, t), r.recRevs[t]); err != nil {
 				return err
 			}
+			delete(r.recRevs, t)
 		}
 		for _, ru := range dropRuns {
 			for c := 0; c*LogChunk < ru.Len; c++ {
@@ -440,6 +455,86 @@ func (s *Session) appendRecord(ctx context.Context, rec *AssemblyRecord) error {
 		}
 		return nil
 	}
+}
+
+// encodeRecord is marshalNoEscape(rec) without re-encoding the bands
+// stored as items: encoding/json validates and compacts every raw
+// message it writes, the largest part of a record's cost, although these
+// are the runtime's own compact encodings. Each is marshalled as a short
+// placeholder and spliced in after; the placeholder's unescaped quotes
+// cannot occur inside a JSON string, so only the structural one matches.
+func encodeRecord(rec *AssemblyRecord) ([]byte, error) {
+	p := rec.Stored
+	if p == nil {
+		return marshalNoEscape(rec)
+	}
+	raws := make([]json.RawMessage, len(p.Bands))
+	for i := range p.Bands {
+		if b := &p.Bands[i]; len(b.Items) > 0 {
+			raws[i] = b.Items
+			b.Items = json.RawMessage(bandPlaceholder(i))
+		}
+	}
+	body, err := marshalNoEscape(rec)
+	for i, raw := range raws {
+		if raw != nil {
+			p.Bands[i].Items = raw
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	const key = `"items":`
+	for i, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		ph := key + bandPlaceholder(i)
+		at := bytes.Index(body, []byte(ph))
+		if at < 0 {
+			return nil, fmt.Errorf("core: encode assembly record %d: band %d not found", rec.Turn, i)
+		}
+		body = slices.Concat(body[:at+len(key)], raw, body[at+len(ph):])
+	}
+	return body, nil
+}
+
+func bandPlaceholder(i int) string { return `"\u0000band ` + strconv.Itoa(i) + `"` }
+
+// putAt writes value at k, expecting revision rev (0: absent), and
+// returns the new revision; when k holds another revision (another run
+// of the thread wrote it, or rev was not known) it writes over it.
+func putAt(ctx context.Context, st storage.Store, k storage.Key, value []byte, rev int64) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		nrev, err := st.Put(ctx, k, value, rev)
+		if err == nil || !errors.Is(err, storage.ErrConflict) || attempt == 2 {
+			return nrev, err
+		}
+		e, gerr := st.Get(ctx, k)
+		switch {
+		case errors.Is(gerr, storage.ErrNotFound):
+			rev = 0
+		case gerr != nil:
+			return 0, gerr
+		default:
+			rev = e.Revision
+		}
+	}
+}
+
+// deleteAt deletes k expecting revision rev, and whatever its revision
+// when rev is 0 or stale; an absent key is no error.
+func deleteAt(ctx context.Context, st storage.Store, k storage.Key, rev int64) error {
+	if rev != 0 {
+		err := st.Delete(ctx, k, rev)
+		if err == nil || errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return err
+		}
+	}
+	return deleteAny(ctx, st, k)
 }
 
 // putOver writes value at k whatever revision is there.
