@@ -73,6 +73,16 @@ type Options struct {
 	// Now is the clock the loop stamps model calls with; nil means
 	// time.Now. Tests and simulations inject their own.
 	Now func() time.Time
+	// CacheTTL, when set, chooses at the start of each turn the cache
+	// lifetime every request of the turn asks for
+	// (provider.Request.CacheTTL; zero keeps the adapter's options),
+	// from the turn's first view and the time since the last call. The
+	// choice is reported back with the cache figures
+	// (core.CacheReport.TTL), so a miss after a pause within it is not
+	// taken for an expiry, and a turn that starts within it is not taken
+	// for a cold cache (CacheLifetime). TTLByCost is the rule strata
+	// ships; nil asks for nothing.
+	CacheTTL func(TTLInput) time.Duration
 }
 
 // Agent runs turns on sessions.
@@ -216,6 +226,7 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 		return nil, err
 	}
 	res := &Result{}
+	var ttl time.Duration // the turn's cache lifetime (Options.CacheTTL)
 	for round := 0; ; round++ {
 		if round == a.opts.MaxRounds {
 			res.Stop = StopMaxRounds
@@ -233,8 +244,15 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 			return res, e
 		}
 		now := a.opts.Now()
-		if round == 0 && a.opts.CacheLifetime > 0 {
-			if last, ok := s.LastCacheReport(); ok && !last.At.IsZero() && now.Sub(last.At) > a.opts.CacheLifetime {
+		var idle time.Duration
+		if round == 0 {
+			last, ok := s.LastCacheReport()
+			if ok && !last.At.IsZero() {
+				idle = now.Sub(last.At)
+			}
+			// The lifetime the previous turn asked for, when longer,
+			// is the one its cache lives by.
+			if lifetime := max(a.opts.CacheLifetime, last.TTL); a.opts.CacheLifetime > 0 && idle > lifetime {
 				s.ExpectColdCache()
 			}
 		}
@@ -242,13 +260,17 @@ func (a *Agent) Turn(ctx context.Context, s *core.Session, input ...core.Item) (
 		if err != nil {
 			return res, err
 		}
-		resp, err := a.respond(ctx, provider.Request{View: view, ThreadID: s.Run().ThreadID, MaxOutputTokens: a.opts.MaxOutputTokens})
+		if round == 0 && a.opts.CacheTTL != nil {
+			ttl = a.opts.CacheTTL(TTLInput{Session: s, View: view, Idle: idle})
+		}
+		resp, err := a.respond(ctx, provider.Request{View: view, ThreadID: s.Run().ThreadID, MaxOutputTokens: a.opts.MaxOutputTokens, CacheTTL: ttl})
 		if err != nil {
 			return res, err
 		}
 		report := resp.Cache
 		report.FirstRound = round == 0
 		report.At = now
+		report.TTL = ttl
 		s.ReportCache(report)
 		res.Rounds = append(res.Rounds, Round{View: view, Cache: report, Output: resp.Items})
 		cur := &res.Rounds[len(res.Rounds)-1]

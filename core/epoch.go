@@ -207,6 +207,10 @@ type CacheReport struct {
 	// Hosts read it back (LastCacheReport) to tell how long the provider's
 	// cache has been idle.
 	At time.Time
+	// TTL is the cache lifetime the request asked for (provider.Request's
+	// CacheTTL, e.g. Anthropic's one hour); zero means CacheConfig.TTL.
+	// A miss after a pause within it is not an expiry.
+	TTL time.Duration
 	// Miss is the provider's account of a miss, when it gave one; nil
 	// otherwise (no diagnostics asked for, or no divergence found).
 	Miss *CacheMiss
@@ -224,8 +228,10 @@ type cacheFeedback struct {
 	// prevAt is when the previous reported request was sent; miss the
 	// attribution of the last first-round miss, for the next Usage.
 	prevAt time.Time
-	miss   *MissAttribution
-	cost   *RequestCost
+	// prevTTL is the lifetime that request asked for (zero: the config's).
+	prevTTL time.Duration
+	miss    *MissAttribution
+	cost    *RequestCost
 	// prevShort is true when the previous request stored nothing and its
 	// prefix was under the provider's minimum.
 	prevShort bool
@@ -270,7 +276,7 @@ func (s *Session) ReportCache(r CacheReport) {
 		fb.miss = &a
 	}
 	if !r.At.IsZero() {
-		fb.prevAt = r.At
+		fb.prevAt, fb.prevTTL = r.At, r.TTL
 	}
 	fb.prevShort = r.ReadTokens+r.WriteTokens == 0 && s.sigLast.prefix < s.rt.cfg.Cache.minPrefix()
 	// The first request of an epoch writes its new prefix: a low read

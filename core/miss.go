@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"hash/maphash"
 	"slices"
 )
@@ -157,7 +158,7 @@ func (s *Session) attribute(r CacheReport) MissAttribution {
 		a.Provider = r.Miss.Reason
 	}
 	prev := s.feedback.prevAt
-	idle := !prev.IsZero() && !r.At.IsZero() && r.At.Sub(prev) > cfg.ttl()
+	idle := !prev.IsZero() && !r.At.IsZero() && r.At.Sub(prev) > cmp.Or(s.feedback.prevTTL, cfg.ttl())
 	switch {
 	case a.Provider == MissModelChanged, a.Provider == MissSystemChanged, a.Provider == MissToolsChanged:
 		a.Cause, a.Band = CauseChanged, BandSystem

@@ -32,6 +32,14 @@ type Request struct {
 	ThreadID string
 	// MaxOutputTokens caps the answer; zero uses the adapter's default.
 	MaxOutputTokens int
+	// CacheTTL is how long this request asks the provider to keep its
+	// prompt prefix cached; zero leaves the adapter's options. Adapters
+	// ask for the provider's extended lifetime when CacheTTL is over its
+	// default five minutes (Anthropic: cache_control ttl "1h"; OpenAI:
+	// prompt_cache_retention "24h") and for the default otherwise. A
+	// host sets it from the pause it expects (agent.Options.CacheTTL,
+	// agent.TTLByCost) and reports it back in core.CacheReport.TTL.
+	CacheTTL time.Duration
 }
 
 // Response is what came back.

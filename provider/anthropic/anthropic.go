@@ -125,7 +125,7 @@ func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Re
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxOutputTokens
 	}
-	params, names, err := m.buildParams(req.View, maxTokens)
+	params, names, err := m.buildParams(req.View, maxTokens, m.cacheTTL(req))
 	if err != nil {
 		return nil, err
 	}
@@ -247,4 +247,19 @@ func toResponse(msg *sdk.Message, names wirename.Table) (*provider.Response, err
 		Miss:           cacheMiss(msg),
 	}
 	return resp, nil
+}
+
+// cacheTTL is the cache_control ttl of a request's breakpoints: one hour
+// when it asks for more than the default five minutes (its CacheTTL),
+// five when it asks for at most that, the adapter's Options.CacheTTL
+// when it asks for nothing. An explicit "5m" is sent only to override an
+// adapter set to "1h", so the default request stays byte-identical.
+func (m *Model) cacheTTL(req provider.Request) string {
+	switch {
+	case req.CacheTTL > 5*time.Minute:
+		return "1h"
+	case req.CacheTTL > 0 && m.opts.CacheTTL == "1h":
+		return "5m"
+	}
+	return m.opts.CacheTTL
 }

@@ -14,7 +14,7 @@ func BenchmarkBuildParams(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := m.buildParams(v, 1024); err != nil {
+		if _, _, err := m.buildParams(v, 1024, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

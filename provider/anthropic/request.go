@@ -102,7 +102,7 @@ func (b *requestBuilder) mark(ref blockRef, cc sdk.CacheControlEphemeralParam) {
 
 // buildParams turns a view into a Messages request. It returns the table
 // that maps the response's tool names back.
-func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParams, wirename.Table, error) {
+func (m *Model) buildParams(view *core.View, maxTokens int, ttl string) (sdk.MessageNewParams, wirename.Table, error) {
 	var p sdk.MessageNewParams
 	if view == nil {
 		return p, nil, fmt.Errorf("%w: no view", ErrInvalidRequest)
@@ -173,7 +173,7 @@ func (m *Model) buildParams(view *core.View, maxTokens int) (sdk.MessageNewParam
 		refs = b.bridge(refs, history)
 	}
 	cc := sdk.NewCacheControlEphemeralParam()
-	cc.TTL = sdk.CacheControlEphemeralTTL(m.opts.CacheTTL)
+	cc.TTL = sdk.CacheControlEphemeralTTL(ttl)
 	for _, ref := range refs {
 		b.mark(ref, cc)
 	}

@@ -201,8 +201,8 @@ func (m *Model) chatParams(req provider.Request, maxTokens int) (sdk.ChatComplet
 	if req.ThreadID != "" && !m.opts.NoCacheKey {
 		p.PromptCacheKey = param.NewOpt(cacheKey(req.ThreadID))
 	}
-	if m.opts.CacheRetention != "" {
-		p.PromptCacheRetention = sdk.ChatCompletionNewParamsPromptCacheRetention(m.opts.CacheRetention)
+	if r := m.retention(req); r != "" {
+		p.PromptCacheRetention = sdk.ChatCompletionNewParamsPromptCacheRetention(r)
 	}
 	if m.opts.Stream {
 		p.StreamOptions.IncludeUsage = param.NewOpt(true)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/provider"
@@ -139,18 +140,23 @@ func TestCacheRetentionOptions(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		opts      openai.Options
+		reqTTL    time.Duration // provider.Request.CacheTTL
 		retention any
 		ttl       any
 	}{
-		{openai.Options{}, nil, nil},
-		{openai.Options{CacheRetention: "24h", CacheTTL: "12h"}, "24h", "12h"},
-		{openai.Options{CacheRetention: "in_memory"}, "in_memory", nil},
-		{openai.Options{API: openai.ChatCompletions, CacheRetention: "24h"}, "24h", nil},
+		{openai.Options{}, 0, nil, nil},
+		{openai.Options{CacheRetention: "24h", CacheTTL: "12h"}, 0, "24h", "12h"},
+		{openai.Options{CacheRetention: "in_memory"}, 0, "in_memory", nil},
+		{openai.Options{API: openai.ChatCompletions, CacheRetention: "24h"}, 0, "24h", nil},
+		// A request's own lifetime wins over the options.
+		{openai.Options{}, time.Hour, "24h", nil},
+		{openai.Options{API: openai.ChatCompletions}, time.Hour, "24h", nil},
+		{openai.Options{CacheRetention: "24h"}, 5 * time.Minute, "in_memory", nil},
 	}
 	for _, c := range cases {
 		f := newFakeOpenAI(t)
 		m := newModel(t, f, c.opts)
-		if _, err := m.Respond(ctx, provider.Request{View: pt.PlainView(t), ThreadID: "t1"}); err != nil {
+		if _, err := m.Respond(ctx, provider.Request{View: pt.PlainView(t), ThreadID: "t1", CacheTTL: c.reqTTL}); err != nil {
 			t.Fatal(err)
 		}
 		var body map[string]any
@@ -159,7 +165,7 @@ func TestCacheRetentionOptions(t *testing.T) {
 		}
 		opts, _ := body["prompt_cache_options"].(map[string]any)
 		if body["prompt_cache_retention"] != c.retention || opts["ttl"] != c.ttl {
-			t.Fatalf("%+v: prompt_cache_retention = %v, prompt_cache_options = %v", c.opts, body["prompt_cache_retention"], opts)
+			t.Fatalf("%+v, request ttl %v: prompt_cache_retention = %v, prompt_cache_options = %v", c.opts, c.reqTTL, body["prompt_cache_retention"], opts)
 		}
 	}
 }

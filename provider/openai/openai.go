@@ -342,3 +342,17 @@ func cacheReport(prompt, cached, written int64, reported bool) core.CacheReport 
 	return core.CacheReport{Reported: true, ReadTokens: int(cached), WriteTokens: int(written),
 		UncachedTokens: int(max(0, prompt-cached-written))}
 }
+
+// retention is the prompt_cache_retention a request sends: the extended
+// 24 hours when it asks for more than the default five minutes (its
+// CacheTTL), the in-memory default when it asks for at most that, the
+// adapter's Options.CacheRetention when it asks for nothing.
+func (m *Model) retention(req provider.Request) string {
+	switch {
+	case req.CacheTTL > 5*time.Minute:
+		return "24h"
+	case req.CacheTTL > 0:
+		return "in_memory"
+	}
+	return m.opts.CacheRetention
+}

@@ -97,8 +97,8 @@ func (m *Model) responsesParams(req provider.Request, maxTokens int) (responses.
 	if req.ThreadID != "" && !m.opts.NoCacheKey {
 		p.PromptCacheKey = param.NewOpt(cacheKey(req.ThreadID))
 	}
-	if m.opts.CacheRetention != "" {
-		p.PromptCacheRetention = responses.ResponseNewParamsPromptCacheRetention(m.opts.CacheRetention)
+	if r := m.retention(req); r != "" {
+		p.PromptCacheRetention = responses.ResponseNewParamsPromptCacheRetention(r)
 	}
 	p.PromptCacheOptions.Ttl = m.opts.CacheTTL
 	if id, ok := m.last.Get(req.ThreadID); ok && m.diagnose {

@@ -136,6 +136,15 @@ func (m *Model) Respond(ctx context.Context, req provider.Request) (*provider.Re
 		tk = tokens.Estimate()
 	}
 	sim := Request(req.View, tk)
+	if req.CacheTTL > 5*time.Minute {
+		// As the Anthropic adapter does: every breakpoint asks for the
+		// extended lifetime.
+		for i := range sim.Blocks {
+			if sim.Blocks[i].Breakpoint {
+				sim.Blocks[i].TTL = cachesim.TTL1h
+			}
+		}
+	}
 	sim.Model = m.name()
 	sim.At = m.now(call)
 	resp.InputTokens = sim.Tokens()
