@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/stratamem/strata/vectorstore"
+	"github.com/stratamem/strata/vectorstore/pgvector"
 )
 
 // CopyOptions select and pace what CopyRecords copies.
@@ -13,10 +14,49 @@ type CopyOptions struct {
 	// that match Filter).
 	Filter  vectorstore.Filter
 	Include func(*vectorstore.Record) bool
-	// Batch is the number of records per write; 0 means 500.
+	// Batch is the number of records per write (and per read of the
+	// target's copies); 0 means DefaultBatch(dst), more than
+	// vectorstore.MaxListLimit means that many. The batch is held in
+	// memory twice, the source's records and the target's copies of
+	// them, vectors included: about 40 MB for 10,000 records of 512
+	// dimensions.
 	Batch int
 	// Progress, when set, is told of every batch done (its size).
 	Progress func(n int)
+}
+
+// Batch sizes of CopyRecords and VerifyCopy (CopyOptions.Batch).
+const (
+	// SmallBatch is the batch of a target without a bulk path: small
+	// enough for any backend's request limits (a Qdrant request of 500
+	// 512-d vectors is about 1 MB).
+	SmallBatch = 500
+	// BulkBatch is the batch of a pgvector target, whose Upsert loads a
+	// batch of its copy threshold (1000 by default, URL copy_threshold)
+	// or more with COPY instead of one INSERT: 10 times that, so the
+	// per-batch costs (a transaction, a temporary table, the term
+	// statistics merged once) are paid 10 times less, while a batch
+	// stays a bounded amount of memory and one transaction of seconds.
+	// It is vectorstore.MaxListLimit, the most ids one read of the
+	// target's copies takes.
+	BulkBatch = vectorstore.MaxListLimit
+)
+
+// DefaultBatch is the batch CopyRecords and VerifyCopy use for dst when
+// CopyOptions.Batch is 0: BulkBatch for a pgvector collection, which has
+// a bulk path, SmallBatch for the others.
+func DefaultBatch(dst *vectorstore.Collection) int {
+	if isPGVector(dst.Info()) {
+		return BulkBatch
+	}
+	return SmallBatch
+}
+
+func batchSize(opts CopyOptions, dst *vectorstore.Collection) int {
+	if opts.Batch > 0 {
+		return min(opts.Batch, vectorstore.MaxListLimit)
+	}
+	return DefaultBatch(dst)
 }
 
 // CopyResult counts a copy: the source records selected, those written
@@ -33,12 +73,8 @@ type CopyResult struct {
 // Check the result with VerifyCopy.
 func CopyRecords(ctx context.Context, src, dst *vectorstore.Collection, opts CopyOptions) (CopyResult, error) {
 	var res CopyResult
-	size := opts.Batch
-	if size <= 0 {
-		size = 500
-	}
 	var err error
-	res.Source, err = inBatches(ctx, src, dst, opts, size, func(batch []vectorstore.Record, have map[string]vectorstore.Record) error {
+	res.Source, err = inBatches(ctx, src, dst, opts, batchSize(opts, dst), func(batch []vectorstore.Record, have map[string]vectorstore.Record) error {
 		var todo []vectorstore.Record
 		for i := range batch {
 			if h, ok := have[batch[i].ID]; ok && SameRecord(&batch[i], &h) {
@@ -61,12 +97,13 @@ func CopyRecords(ctx context.Context, src, dst *vectorstore.Collection, opts Cop
 
 // VerifyCopy counts the selected records of src (opts.Filter and
 // opts.Include) that dst holds as same says (nil: SameRecord), and the
-// records dst holds in all.
+// records dst holds in all. It reads dst's copies opts.Batch ids at a
+// time (see CopyOptions.Batch).
 func VerifyCopy(ctx context.Context, src, dst *vectorstore.Collection, opts CopyOptions, same func(s, d *vectorstore.Record) bool) (verified, target int, err error) {
 	if same == nil {
 		same = SameRecord
 	}
-	_, err = inBatches(ctx, src, dst, opts, 500, func(batch []vectorstore.Record, have map[string]vectorstore.Record) error {
+	_, err = inBatches(ctx, src, dst, opts, batchSize(opts, dst), func(batch []vectorstore.Record, have map[string]vectorstore.Record) error {
 		for i := range batch {
 			if h, ok := have[batch[i].ID]; ok && same(&batch[i], &h) {
 				verified++
@@ -159,3 +196,7 @@ func idsOf(recs []vectorstore.Record) []string {
 	}
 	return ids
 }
+
+// isPGVector reports whether info is a pgvector collection's (its driver
+// is named after its URL scheme, postgres).
+func isPGVector(info vectorstore.Info) bool { return info.Driver == pgvector.Scheme }

@@ -67,7 +67,6 @@ import (
 	_ "github.com/stratamem/strata/storage/filestore"
 	_ "github.com/stratamem/strata/storage/postgres"
 	_ "github.com/stratamem/strata/vectorstore/chromem"
-	_ "github.com/stratamem/strata/vectorstore/pgvector"
 	_ "github.com/stratamem/strata/vectorstore/qdrant"
 )
 
@@ -365,7 +364,7 @@ func openURL(ctx context.Context, rawURL string, opts Options) (*Env, error) {
 		}
 	}
 	env.Memory = &memory.Store{Records: coll, Embedder: emb}
-	if !opts.NoState && opts.State == "" && (info.Driver == "pgvector" || strings.HasPrefix(strings.ToLower(rawURL), "postgres")) {
+	if !opts.NoState && opts.State == "" && (isPGVector(info) || strings.HasPrefix(strings.ToLower(rawURL), "postgres")) {
 		st, err := storage.Open(ctx, rawURL)
 		if err != nil {
 			return fail(fmt.Errorf("environment: open state store at %s: %w", shown, err))
@@ -423,10 +422,10 @@ func (e *Env) record(ctx context.Context, rec recorder, where string, emb embed.
 }
 
 func recordedIn(info vectorstore.Info) string {
-	switch info.Driver {
-	case "pgvector":
+	switch {
+	case isPGVector(info):
 		return "table strata_vec_embedders"
-	case "qdrant":
+	case info.Driver == "qdrant":
 		return "the collection's metadata"
 	}
 	return info.Driver

@@ -15,7 +15,9 @@
 //	memctl stats
 //	memctl reindex hash:256                   # resumable, any dimension
 //	memctl migrate --to 'qdrant://localhost:6334?collection=memories'
+//	memctl migrate --to 'postgres://app@db/strata' --batch 10000 --timeout 20m
 //	memctl inspect t1 --resource alice
+//	memctl inspect t1 --list                  # per turn: tokens, epoch, cache miss, cost
 //	memctl state ls -r alice                  # layer state, bindings, recorded assemblies
 //	memctl state edit todo -t t1 -r alice     # $EDITOR, compare-and-swap
 //	memctl bench
@@ -39,6 +41,22 @@
 // and the state store in place; the writing commands fail naming the
 // process that holds the store (pid and command line). Tables fit 80
 // columns unless --wide (-w).
+//
+// migrate writes --batch records at a time: 10,000 into postgres by
+// default, whose driver loads a batch of its copy_threshold (1,000) or
+// more with COPY, and 500 into the others. Into a postgres collection that
+// is new or empty, or whose HNSW index an interrupted migrate left out, it
+// loads with defer_index=true (the indexes are dropped at the first batch
+// and built once when the target is closed, after the last); a failed
+// build fails the migrate, and running it again builds them. A --timeout
+// given on the command line becomes the driver's bulk_timeout, the bound
+// of each batch and of that build (else 10 minutes); defer_index and
+// bulk_timeout in the target URL win.
+//
+// inspect shows, with each turn, what the host reported of its model call
+// (core.Session.ReportCache): the cache miss the runtime attributed (cause,
+// band, layer, the provider's reason, the tokens missed) and the input's
+// cost by band, recorded with the thread's next turn.
 //
 // The store is --store, else $STRATA_STORE, else the config file
 // ($XDG_CONFIG_HOME/strata/memctl.json), else ./.strata/data (the embedded

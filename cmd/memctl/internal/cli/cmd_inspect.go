@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,16 @@ assembly of a thread, by the thread's turn number, up to
 core.Config.AssemblyRetention of them); --turn N shows turn N's record:
 its view band by band, its segment hashes, the history items it kept
 against the run's log, the layers' usage and the cache report of its call.
+
+When the host reports the provider's cache figures (Session.ReportCache),
+each turn also shows what became of its model call: a cache miss with its
+cause (changed, ttl_expired, below_minimum, lookback, evicted), the band
+and the layer whose bytes changed, the provider's own reason and the tokens
+it missed, and the input's cost by band (core.CacheConfig.Prices). The
+runtime learns of them after the call and records them with the thread's
+next turn, so the newest turn's call has none yet: the last-turn view shows
+the previous call's instead. --list has a MISS and a COST column for them;
+--json has them under "call" ("previous_call" in the last-turn view).
 
 Text the store holds is printed with controls escaped (\x1b, \u009b...);
 --json prints it exactly.`,
@@ -120,8 +131,22 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 	if err != nil {
 		return err
 	}
+	// The newest turn's call is not reported yet: what its usage report
+	// holds is the previous call's (see inspect_call.go), whose cache
+	// report the newest plan keeps (PrevCache).
+	prev := newCallReport(rec.Usage, nil)
+	if prev != nil && prev.Miss != nil {
+		if p, err := inspect.LatestAssembly(ctx, st, resource, thread); err == nil && p.RunID == rec.RunID {
+			prev = newCallReport(p.Usage, p.PrevCache)
+		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
 	if a.flags.json {
-		return writeJSONIndent(a.io.Out, rec)
+		return writeJSONIndent(a.io.Out, struct {
+			*inspect.AssemblyRecord
+			PreviousCall *callReport `json:"previous_call,omitempty"`
+		}{rec, prev})
 	}
 	w := a.io.Out
 	of := ""
@@ -132,6 +157,9 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 	fmt.Fprintf(w, "Prefix hash: %s\n", esc(rec.PrefixHash))
 	if len(rec.Tools) > 0 {
 		fmt.Fprintf(w, "Tools: %s\n", esc(strings.Join(rec.Tools, ", ")))
+	}
+	if err := a.printCall(w, fmt.Sprintf("Previous call (run turn %d)", rec.Turn-1), prev, true); err != nil {
+		return err
 	}
 	return a.printView(rec.Bands, rec.Usage, f.full)
 }
@@ -250,21 +278,78 @@ func (a *app) listAssemblies(ctx context.Context, st storage.Store, loc, resourc
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return writeJSONIndent(a.io.Out, list)
+	calls, err := listCalls(ctx, st, resource, thread, list)
+	if err != nil {
+		return err
 	}
+	if a.flags.json {
+		type turn struct {
+			inspect.AssemblySummary
+			Call *callReport `json:"call,omitempty"`
+		}
+		out := make([]turn, len(list))
+		for i := range list {
+			out[i] = turn{list[i], calls[i]}
+		}
+		return writeJSONIndent(a.io.Out, out)
+	}
+	reported := slices.ContainsFunc(calls, func(c *callReport) bool { return c != nil })
 	var rows [][]string
-	for _, l := range list {
+	for i, l := range list {
 		epoch := l.Epoch
 		if l.Reanchored {
 			epoch += " (re-anchored)"
 		}
-		rows = append(rows, []string{strconv.Itoa(l.Turn), cell(l.RunID), strconv.Itoa(l.RunTurn), strconv.Itoa(l.Tokens), strconv.Itoa(l.Items),
-			strconv.Itoa(l.HistoryDropped), cell(listOrNone(nonEmpty(epoch))), cell(short(l.PrefixHash)), cell(short(l.AnchorHash))})
+		row := []string{strconv.Itoa(l.Turn), cell(l.RunID), strconv.Itoa(l.RunTurn), strconv.Itoa(l.Tokens), strconv.Itoa(l.Items),
+			strconv.Itoa(l.HistoryDropped), cell(listOrNone(nonEmpty(epoch))), cell(short(l.PrefixHash)), cell(short(l.AnchorHash))}
+		if reported {
+			miss, cost := "-", "-"
+			if c := calls[i]; c != nil {
+				if c.Miss != nil {
+					miss = c.Miss.short()
+				} else {
+					miss = "none"
+				}
+				if c.Cost != nil {
+					cost = money(c.Cost.Total)
+				}
+			}
+			row = append(row, cell(miss), cost)
+		}
+		rows = append(rows, row)
 	}
-	return fitTable(a.io.Out, a.width(), []column{{name: "TURN"}, {name: "RUN", min: 10}, {name: "RUN TURN", right: true, drop: 3},
-		{name: "TOKENS", right: true}, {name: "ITEMS", right: true, drop: 4}, {name: "DROPPED", right: true, drop: 2}, {name: "EPOCH", min: 10},
-		{name: "PREFIX", min: 8}, {name: "ANCHOR", drop: 1}}, rows)
+	// 80 columns: the items, the run's turn, the dropped count and the
+	// anchor hash go before the call's miss and cost.
+	cols := []column{{name: "TURN"}, {name: "RUN", min: 10}, {name: "RUN TURN", right: true, drop: 5},
+		{name: "TOKENS", right: true}, {name: "ITEMS", right: true, drop: 6}, {name: "DROPPED", right: true, drop: 4}, {name: "EPOCH", min: 10},
+		{name: "PREFIX", min: 8}, {name: "ANCHOR", drop: 3}}
+	if reported {
+		cols = append(cols, column{name: "MISS", min: 15}, column{name: "COST", right: true, drop: 2})
+	}
+	return fitTable(a.io.Out, a.width(), cols, rows)
+}
+
+// listCalls reads the report of each listed turn's call (see
+// inspect_call.go): nil for a turn without one.
+func listCalls(ctx context.Context, st storage.Store, resource, thread string, list []inspect.AssemblySummary) ([]*callReport, error) {
+	recs := make(map[int]*inspect.Plan, len(list))
+	for _, l := range list {
+		rec, err := inspect.ReadAssembly(ctx, st, resource, thread, l.Turn)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // dropped by retention meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		recs[l.Turn] = rec
+	}
+	calls := make([]*callReport, len(list))
+	for i, l := range list {
+		if rec, next := recs[l.Turn], recs[l.Turn+1]; rec != nil && next != nil && next.RunID == rec.RunID {
+			calls[i] = newCallReport(next.Usage, rec.Cache)
+		}
+	}
+	return calls, nil
 }
 
 func nonEmpty(s string) []string {
@@ -291,7 +376,11 @@ func (a *app) showTurn(ctx context.Context, st storage.Store, loc, resource, thr
 	if err != nil {
 		return err
 	}
-	return a.printPlan(rec, resource, thread, f)
+	call, err := turnCall(ctx, st, resource, thread, rec)
+	if err != nil {
+		return err
+	}
+	return a.printPlan(rec, resource, thread, f, call)
 }
 
 // remoteInspect shows a recorded assembly read through the server: the
@@ -314,13 +403,30 @@ func (a *app) remoteInspect(ctx context.Context, rc *remote, thread string, f *i
 	if err := rc.call(ctx, http.MethodGet, "/v1/assembly", q, nil, &rec); err != nil {
 		return err
 	}
-	return a.printPlan(&rec, f.resource, thread, f)
+	// The call's miss and cost are in the next turn's record (see
+	// inspect_call.go); the newest turn (no --turn) has none yet.
+	var call *callReport
+	if f.turn > 0 {
+		q.Set("turn", strconv.Itoa(f.turn+1))
+		var next inspect.Plan
+		switch err := rc.call(ctx, http.MethodGet, "/v1/assembly", q, nil, &next); {
+		case err == nil && next.RunID == rec.RunID:
+			call = newCallReport(next.Usage, rec.Cache)
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		}
+	}
+	return a.printPlan(&rec, f.resource, thread, f, call)
 }
 
-// printPlan prints the record of one turn of the thread.
-func (a *app) printPlan(rec *inspect.Plan, resource, thread string, f *inspectFlags) error {
+// printPlan prints the record of one turn of the thread, with what the
+// host reported of the call made with it (call, nil when nothing).
+func (a *app) printPlan(rec *inspect.Plan, resource, thread string, f *inspectFlags, call *callReport) error {
 	if a.flags.json {
-		return writeJSONIndent(a.io.Out, rec)
+		return writeJSONIndent(a.io.Out, struct {
+			*inspect.Plan
+			Call *callReport `json:"call,omitempty"`
+		}{rec, call})
 	}
 	w := a.io.Out
 	of := ""
@@ -356,6 +462,9 @@ func (a *app) printPlan(rec *inspect.Plan, resource, thread string, f *inspectFl
 		fmt.Fprintf(w, "Cache report: read %d, written %d, uncached %d tokens\n", c.ReadTokens, c.WriteTokens, c.UncachedTokens)
 	} else {
 		fmt.Fprintln(w, "Cache report: none")
+	}
+	if err := a.printCall(w, "This turn's call", call, rec.Cache != nil && rec.Cache.Reported); err != nil {
+		return err
 	}
 	bands := make([]inspect.RecordedBand, len(rec.Bands))
 	for i, b := range rec.Bands {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,8 @@ type migrateFlags struct {
 	from, to           string
 	fromState, toState string
 	batch              int
+	// batchSet and timeoutSet say that --batch and --timeout were given.
+	batchSet, timeoutSet bool
 }
 
 func (a *app) migrateCmd() *cobra.Command {
@@ -50,6 +53,19 @@ are skipped, so an interrupted migrate resumes when run again. At the end
 every source record and state value is read back from the target and
 compared, and the counts are printed; a mismatch exits 1.
 
+Records are written --batch at a time (default 10000 into postgres, whose
+bulk path loads a batch of its copy_threshold, 1000 by default, or more with
+COPY; 500 into the others). Into a postgres collection that is new or empty
+(or whose indexes an interrupted migrate left out), memctl loads with
+defer_index=true: the first batch drops the collection's HNSW and term
+indexes and memctl builds them once, after the last batch (memctl says so
+on stderr); a failed build fails the migrate (exit 1) and a migrate run
+again builds them. A --timeout given on the command line also bounds each
+bulk batch and that build (bulk_timeout; without it the driver's default,
+10 minutes). A target URL that sets defer_index or bulk_timeout keeps them:
+defer_index=false loads with the indexes in place (a collection in use),
+defer_index=true defers them whatever the collection holds.
+
 An embedded source another process holds (a running agent) is read from a
 snapshot of its records taken when the migrate starts, and its state as it
 is then; run the migrate again once the agent is stopped to take what it
@@ -57,24 +73,27 @@ wrote meanwhile.
 
   memctl migrate --from ./.strata/data --to 'postgres://user@db/strata?collection=memories'`,
 		Args: exactArgs(0, "no arguments (use --from and --to)"),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.runMigrate(cmd.Context(), &f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.batchSet, f.timeoutSet = cmd.Flags().Changed("batch"), cmd.Flags().Changed("timeout")
+			return a.runMigrate(cmd.Context(), &f)
+		},
 	}
 	f.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&f.from, "from", "", "source store (default: --store, $STRATA_STORE, the config file, ./.strata/data)")
 	fs.StringVar(&f.to, "to", "", "target store (required)")
-	fs.IntVar(&f.batch, "batch", 500, "records per write")
+	fs.IntVar(&f.batch, "batch", 0, "records per write, at most 10000 (default 10000 into postgres, 500 into the others)")
 	fs.StringVar(&f.fromState, "from-state", "", "the source's state store (default: <dir>/state, the postgres database, the config file's for the configured store)")
 	fs.StringVar(&f.toState, "to-state", "", "the target's state store (default: <dir>/state, the postgres database)")
 	f.registerState(fs, "move")
 	return cmd
 }
 
-func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
+func (a *app) runMigrate(ctx context.Context, f *migrateFlags) (err error) {
 	if f.to == "" {
 		return usageErrorf("--to is required")
 	}
-	if f.batch < 1 || f.batch > vectorstore.MaxListLimit {
+	if f.batchSet && f.batch < 1 || f.batch < 0 || f.batch > vectorstore.MaxListLimit {
 		return usageErrorf("--batch must be in 1..%d", vectorstore.MaxListLimit)
 	}
 	flt, match, err := f.build(a.now())
@@ -103,11 +122,28 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 	}
 	defer src.Close()
 	info := src.Info()
-	dst, err := a.openRef(ctx, toRef, openCreate, &createSpec{Dim: info.Dimension, Distance: info.Distance, Embedder: src.embID}, false)
+	spec := &createSpec{Dim: info.Dimension, Distance: info.Distance, Embedder: src.embID}
+	dst, err := a.openRef(ctx, toRef, openCreate, spec, false)
 	if err != nil {
 		return err
 	}
-	defer dst.Close()
+	// The drivers log their progress (pgvector: "building the indexes of
+	// a deferred bulk load") through log/slog; memctl says it in its own
+	// words on stderr and keeps only their warnings.
+	prevLog := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	defer slog.SetDefault(prevLog)
+	var deferred bool
+	if dst, deferred, err = a.bulkTarget(ctx, f, dst, spec); err != nil {
+		return err
+	}
+	// The target is closed before the report: closing a deferred load
+	// builds its indexes, and a build that fails fails the migrate.
+	defer func() {
+		if dst != nil {
+			err = errors.Join(err, dst.Close())
+		}
+	}()
 	total, err := src.coll.Count(ctx, flt)
 	if err != nil {
 		return err
@@ -121,12 +157,16 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 	bar := a.bar("migrate", int64(total), "records")
 	defer bar.Clear()
 	include := func(r *vectorstore.Record) bool { return matchText(r, match) }
-	cr, err := environment.CopyRecords(ctx, src.coll, dst.coll, environment.CopyOptions{Filter: flt, Include: include, Batch: f.batch, Progress: bar.Add})
+	copts := environment.CopyOptions{Filter: flt, Include: include, Batch: f.batch, Progress: bar.Add}
+	cr, err := environment.CopyRecords(ctx, src.coll, dst.coll, copts)
 	if err != nil {
 		return err
 	}
 	bar.Finish()
-	res := copyResult{Source: cr.Source, Written: cr.Written, Skipped: cr.Skipped}
+	res := copyResult{Source: cr.Source, Written: cr.Written, Skipped: cr.Skipped, Batch: f.batch, DeferredIndex: deferred}
+	if res.Batch == 0 {
+		res.Batch = environment.DefaultBatch(dst.coll)
+	}
 	var stateErr error
 	if srcState != nil {
 		sc, err := environment.CopyState(ctx, srcState.st, dstState.st, environment.StateCopyOptions{Include: f.include()})
@@ -135,7 +175,9 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 		}
 		res.State = &stateResult{Keys: sc.Source, Assemblies: sc.Assemblies, Written: sc.Written, Skipped: sc.Skipped}
 	}
-	if err := verifyCopy(ctx, src.coll, dst.coll, flt, include, &res, environment.SameRecord); err != nil {
+	copts.Progress = nil
+	res.Verified, res.Target, err = environment.VerifyCopy(ctx, src.coll, dst.coll, copts, environment.SameRecord)
+	if err != nil {
 		return err
 	}
 	if srcState != nil {
@@ -144,11 +186,23 @@ func (a *app) runMigrate(ctx context.Context, f *migrateFlags) error {
 			return stateErr
 		}
 	}
-	if err := a.report(res, fmt.Sprintf("migrated %s to %s", src.ref, dst.ref)); err != nil {
+	if deferred {
+		fmt.Fprintf(a.io.Err, "memctl: migrate: building the indexes of %s (deferred during the load)\n", esc(dst.ref.String()))
+	}
+	what := fmt.Sprintf("migrated %s to %s", src.ref, dst.ref)
+	cerr := dst.Close()
+	dst = nil
+	if cerr != nil {
+		if deferred {
+			return fmt.Errorf("migrate: the records are in %s, but building its indexes after the load failed (run the migrate again to build them): %w", toRef, cerr)
+		}
+		return fmt.Errorf("migrate: close %s: %w", toRef, cerr)
+	}
+	if err := a.report(res, what); err != nil {
 		return err
 	}
 	if res.Verified != res.Source {
-		return fmt.Errorf("%w: %d of %d source records are not in %s as they are in the source", ErrVerify, res.Source-res.Verified, res.Source, dst.ref)
+		return fmt.Errorf("%w: %d of %d source records are not in %s as they are in the source", ErrVerify, res.Source-res.Verified, res.Source, toRef)
 	}
 	return stateErr
 }

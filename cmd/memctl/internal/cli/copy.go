@@ -24,6 +24,11 @@ type copyResult struct {
 	Target   int `json:"target"`
 	// UpToDate is set when reindex had nothing to do.
 	UpToDate bool `json:"up_to_date,omitempty"`
+	// Batch is the records per write (migrate); DeferredIndex says the
+	// target's indexes were built once after the load (migrate into an
+	// empty postgres collection).
+	Batch         int  `json:"batch,omitempty"`
+	DeferredIndex bool `json:"deferred_index,omitempty"`
 	// State is what moved of the layer state (migrate), nil when none did.
 	State *stateResult `json:"state,omitempty"`
 
