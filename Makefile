@@ -11,7 +11,7 @@ GO    ?= go
 ## summary alone.
 DEMO_FLAGS ?=
 demo: model
-	@echo "== building examples/agent (the first build downloads modules and compiles: a minute or more; later ones take seconds)"
+	@echo "== building examples/agent (the first build downloads modules and compiles about 200 packages: one to several minutes; later ones take seconds)"
 	@set -o pipefail; $(GO) build -v -o .strata/bin/agent ./examples/agent 2>&1 | \
 		awk '{ n++; printf "\r   compiling (%d): %-60.60s", n, $$0; fflush() } END { if (n) printf "\r   compiled %d packages.%-60s\n", n, "" }'
 	@echo "== running it: .strata/bin/agent -offline $(DEMO_FLAGS)"

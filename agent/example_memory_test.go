@@ -30,7 +30,7 @@ import (
 // run here (it would write .strata/myagent); TestVisitRemembers runs the
 // same visit function twice.
 func Example_visit() {
-	msg := strings.Join(os.Args[1:], " ") // go run . I moved to Lisbon yesterday.
+	msg := strings.Join(os.Args[1:], " ") // go run . I work at Acme Robotics and I moved to Lisbon yesterday.
 	if err := visit(context.Background(), ".strata/myagent", "ada", msg, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
@@ -62,14 +62,15 @@ func visit(ctx context.Context, dir, user, msg string, out io.Writer) error {
 		return err
 	}
 	rt, err := core.NewRuntime(core.Config{
-		Layers: []core.AnyLayer{facts, notes, recall},
-		Store:  env.State, // layer state on disk too
-		System: []core.Item{core.SystemMessage("You are a personal assistant. Use what you remember about the user.")},
+		Layers:           []core.AnyLayer{facts, notes, recall},
+		Store:            env.State, // layer state on disk too
+		RecordAssemblies: true,      // so memctl inspect works: every view sent to the model is recorded
+		System:           []core.Item{core.SystemMessage("You are a personal assistant. Use what you remember about the user.")},
 	})
 	if err != nil {
 		return err
 	}
-	model, err := pickModel()
+	model, err := pickModel(out)
 	if err != nil {
 		return err
 	}
@@ -87,13 +88,16 @@ func visit(ctx context.Context, dir, user, msg string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, res.Text())
+	fmt.Fprintf(out, "answer: %s\n(thread %s)\n", res.Text(), thread)
 	return sess.Complete(ctx, "ok") // writes the visit's memories before the program ends
 }
 
 // pickModel is Claude or GPT when their key is set, else a stand-in that
-// answers with the memory it was shown, so the program runs offline.
-func pickModel() (provider.Model, error) {
+// prints the memory in the view and answers with a fixed line, so the
+// program runs offline. Its answer does not quote the memory: the answer is
+// a message too, which the semantic layer stores and would recall, nested,
+// on every later visit.
+func pickModel(out io.Writer) (provider.Model, error) {
 	switch {
 	case os.Getenv("ANTHROPIC_API_KEY") != "":
 		return anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5"})
@@ -101,20 +105,24 @@ func pickModel() (provider.Model, error) {
 		return openai.New(openai.Options{Model: "gpt-5-mini"})
 	}
 	return scripted.New(func(req provider.Request, _ int) ([]core.Item, error) {
-		shown := "(nothing yet)"
-		if live := req.View.Band(core.BandLive); len(live) > 0 {
-			var texts []string
-			for _, it := range live {
-				texts = append(texts, it.Text())
+		fmt.Fprintln(out, "memory in the view:")
+		shown := 0
+		for band, it := range req.View.All() {
+			if band != core.BandSystem && band != core.BandHistory { // the layers' bands: anchor, live, updates, tail
+				fmt.Fprintf(out, "  [%s] %s\n", band, strings.ReplaceAll(it.Text(), "\n", "\n    "))
+				shown++
 			}
-			shown = strings.Join(texts, "\n")
 		}
-		return []core.Item{core.AssistantMessage("(offline stand-in) My memory shows me:\n" + shown)}, nil
+		if shown == 0 {
+			fmt.Fprintln(out, "  (nothing yet)")
+		}
+		return []core.Item{core.AssistantMessage("(offline stand-in: no model to answer)")}, nil
 	}, scripted.Options{})
 }
 
 // Two visits, two runtimes, one directory: the second visit's view holds
-// what the first one said.
+// what the first one said, and the stand-in's answers, stored as messages,
+// do not carry the recall into later recalls.
 func TestVisitRemembers(t *testing.T) {
 	if _, err := uselite.Default(); err != nil {
 		if os.Getenv("STRATA_REQUIRE_MODEL") != "" {
@@ -126,25 +134,36 @@ func TestVisitRemembers(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "myagent")
-	var first, second strings.Builder
-	if err := visit(ctx, dir, "ada", "I moved to Lisbon yesterday.", &first); err != nil {
+	const said = "I work at Acme Robotics and I moved to Lisbon yesterday."
+	var first, second, third strings.Builder
+	if err := visit(ctx, dir, "ada", said, &first); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(first.String(), "Lisbon") {
-		t.Fatalf("the first visit already knew: %s", first.String())
+	if strings.Contains(first.String(), "Lisbon") || !strings.Contains(first.String(), "(nothing yet)") {
+		t.Fatalf("the first visit already knew:\n%s", first.String())
 	}
 	if err := visit(ctx, dir, "ada", "Where do I live now?", &second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(second.String(), "I moved to Lisbon yesterday.") {
-		t.Fatalf("the second visit was not shown the first one's message:\n%s", second.String())
+	// The README says what each layer shows offline: observations in the
+	// anchor band, the recalled message in the live band.
+	for _, want := range []string{"[anchor] <observations>", "User works at Acme Robotics", "[live] <semantic_recall>", said} {
+		if !strings.Contains(second.String(), want) {
+			t.Errorf("the second visit was not shown %q:\n%s", want, second.String())
+		}
+	}
+	if err := visit(ctx, dir, "ada", "And where do I work?", &third); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(third.String(), "<semantic_recall>"); n != 1 {
+		t.Errorf("the third visit's recall nests %d deep:\n%s", n, third.String())
 	}
 	// Another user's visit sees none of it.
 	var other strings.Builder
 	if err := visit(ctx, dir, "bob", "Where do I live now?", &other); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(other.String(), "Lisbon") {
+	if strings.Contains(other.String(), "Lisbon") || strings.Contains(other.String(), "Acme") {
 		t.Fatalf("bob was shown ada's memory:\n%s", other.String())
 	}
 }

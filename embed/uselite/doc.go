@@ -18,7 +18,9 @@
 //     nearest parent that has one (the repository's default data dir).
 //
 // A missing model is an error wrapping ErrModelNotFound that ends with
-// "run: make model". Load verifies every file against its pinned sha256.
+// InstallHint: set STRATA_MODEL_DIR to the model directory, or install it
+// with `make model` (or scripts/model.sh) in a strata checkout. Load
+// verifies every file against its pinned sha256.
 //
 // # The network
 //

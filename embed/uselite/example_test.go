@@ -12,7 +12,7 @@ import (
 // This example needs the model installed (`make model`), so it is compiled
 // but not run by go test; the package's tests check the same behaviour.
 func Example() {
-	m, err := uselite.Default() // error ends with "run: make model" if missing
+	m, err := uselite.Default() // if missing, the error says to set STRATA_MODEL_DIR
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,8 +16,10 @@ const (
 	ModelID = "use-lite-en@0.2.0"
 	// DirName is the model's folder under a data directory's models/.
 	DirName = "use-lite-en-0.2.0"
-	// InstallHint is what to run when the model files are missing.
-	InstallHint = "run: make model"
+	// InstallHint says how to get the model files when they are missing.
+	// It names the variable first: in a project of one's own there is no
+	// Makefile with a model target, only a strata checkout has one.
+	InstallHint = "set STRATA_MODEL_DIR to the model directory, or install it with `make model` (or scripts/model.sh) in a strata checkout"
 )
 
 // Environment variables consulted by DefaultDir, in this order.
@@ -28,7 +30,8 @@ const (
 
 var (
 	// ErrModelNotFound is wrapped when the model files are not installed.
-	// The message says what to run: "run: make model".
+	// The message ends with InstallHint: set STRATA_MODEL_DIR, or install
+	// the model from a strata checkout.
 	ErrModelNotFound = errors.New("uselite: model not found")
 	// ErrCorruptModel is wrapped when a model file does not have its pinned
 	// sha256 (a partial download or an edited file).
@@ -62,7 +65,7 @@ var pinned = []struct{ name, sha256 string }{
 //     `make model` installed at its root).
 //
 // When nothing is found it returns an error wrapping ErrModelNotFound that
-// says where it looked and "run: make model".
+// says where it looked and ends with InstallHint.
 func DefaultDir() (string, error) {
 	if d := os.Getenv(EnvModelDir); d != "" {
 		return d, checkPresent(d, EnvModelDir+"="+d)
@@ -111,7 +114,7 @@ func readVerified(dir string) (map[string][]byte, error) {
 			return nil, fmt.Errorf("uselite: reading %s: %w", filepath.Join(dir, p.name), err)
 		}
 		if got := sha256Hex(b); got != p.sha256 {
-			return nil, fmt.Errorf("%w: %s has sha256 %s, want %s; delete %s and %s",
+			return nil, fmt.Errorf("%w: %s has sha256 %s, want %s; delete %s, then %s",
 				ErrCorruptModel, filepath.Join(dir, p.name), got, p.sha256, dir, InstallHint)
 		}
 		files[p.name] = b

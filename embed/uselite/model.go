@@ -28,7 +28,8 @@ type Model struct {
 var _ embed.Embedder = (*Model)(nil)
 
 // Default loads the model from DefaultDir. When the files are missing the
-// error wraps ErrModelNotFound and ends with "run: make model".
+// error wraps ErrModelNotFound and ends with InstallHint (set
+// STRATA_MODEL_DIR, or install the model from a strata checkout).
 func Default() (*Model, error) {
 	dir, err := DefaultDir()
 	if err != nil {

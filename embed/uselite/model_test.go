@@ -133,7 +133,7 @@ func TestDefaultDirMissing(t *testing.T) {
 	empty := t.TempDir()
 	t.Setenv(EnvModelDir, empty)
 	_, err := Default()
-	if !errors.Is(err, ErrModelNotFound) || !strings.Contains(err.Error(), "run: make model") || !strings.Contains(err.Error(), EnvModelDir) {
+	if !errors.Is(err, ErrModelNotFound) || !strings.HasSuffix(err.Error(), InstallHint) || !strings.Contains(err.Error(), EnvModelDir) {
 		t.Errorf("STRATA_MODEL_DIR=empty: %v", err)
 	}
 	t.Setenv(EnvModelDir, "")
@@ -145,7 +145,7 @@ func TestDefaultDirMissing(t *testing.T) {
 	t.Setenv(EnvDataDir, "")
 	t.Chdir(empty)
 	_, err = DefaultDir()
-	if !errors.Is(err, ErrModelNotFound) || !strings.HasSuffix(err.Error(), "run: make model") {
+	if !errors.Is(err, ErrModelNotFound) || !strings.HasSuffix(err.Error(), InstallHint) {
 		t.Errorf("no env, no .strata: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratamem/strata/core"
 	"github.com/stratamem/strata/embed/uselite"
 	"github.com/stratamem/strata/tokens/tiktoken"
 )
@@ -63,6 +64,11 @@ func TestBuiltinScript(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+	// The second visit's first call reads the front the first visit
+	// cached, so only the first visit's may say nothing is cached.
+	if n := strings.Count(text, "nothing is cached yet"); n != 1 {
+		t.Errorf("\"nothing is cached yet\" said %d times, want once (the first visit's first call)", n)
+	}
 	if t.Failed() {
 		t.Log(text)
 	}
@@ -76,5 +82,22 @@ func TestQuiet(t *testing.T) {
 	}
 	if !strings.Contains(text, "History was compacted 1 time(s)") {
 		t.Errorf("quiet summary lacks the compaction:\n%s", text)
+	}
+}
+
+// The why of a thread's first call follows its cache figures: a later
+// thread reads the shared system prompt and tools from the cache, so
+// "nothing is cached yet" would be false there.
+func TestReanchorTextFirstCall(t *testing.T) {
+	first := reanchorText(core.ReasonInitial, core.CacheReport{WriteTokens: 1920})
+	if !strings.Contains(first, "nothing is cached yet") || strings.Contains(first, "never cached") {
+		t.Errorf("first thread, nothing read: %q", first)
+	}
+	later := reanchorText(core.ReasonInitial, core.CacheReport{ReadTokens: 2197, WriteTokens: 114, UncachedTokens: 242})
+	if strings.Contains(later, "nothing is cached") || !strings.Contains(later, "read from") || !strings.Contains(later, "never cached") {
+		t.Errorf("later thread, shared front read: %q", later)
+	}
+	if got := reanchorText(core.ReasonMaxAge, core.CacheReport{ReadTokens: 1}); got != reanchorWhy[core.ReasonMaxAge] {
+		t.Errorf("max age: %q", got)
 	}
 }

@@ -72,7 +72,6 @@ func (p *printer) answer(text string) { p.printf("agent: %s\n", text) }
 // reanchorWhy says in words why an epoch started, for the reasons the
 // demo can meet.
 var reanchorWhy = map[core.ReanchorReason]string{
-	core.ReasonInitial:           "the thread's first call: nothing is cached yet, the whole prompt is written once",
 	core.ReasonUpdatePressure:    "the updates outgrew the anchor they change (the first memories of a nearly empty anchor), so rewriting the anchor once is cheaper than carrying them on every call",
 	core.ReasonCacheMiss:         "the provider reported a miss the runtime cannot explain (an eviction): the cache is lost, so fresh pins cost nothing more",
 	core.ReasonCacheExpired:      "the cache lifetime passed since the last call: the cache is lost anyway",
@@ -80,6 +79,26 @@ var reanchorWhy = map[core.ReanchorReason]string{
 	core.ReasonUpdatesOverBudget: "the updates no longer fit the budget",
 	core.ReasonBandChange:        "a pinned layer had to change band",
 	core.ReasonHistoryCut:        "the front of history moved past a published update (a compaction or a cut)",
+}
+
+// reanchorText is reanchorWhy's line for the reason. A thread's first
+// call is told by its cache figures: the provider's cache matches by
+// prefix, not by thread, so a later thread's first call reads the system
+// prompt, the tools and any anchored memory rendered to the same bytes
+// from what an earlier thread wrote.
+func reanchorText(r core.ReanchorReason, c core.CacheReport) string {
+	if r != core.ReasonInitial {
+		return reanchorWhy[r]
+	}
+	why := "the thread's first call: nothing is cached yet, the whole prompt is written once"
+	if c.ReadTokens > 0 {
+		why = "the thread's first call: the prompt's start (system prompt, tools, and anchored memory that renders\n" +
+			"      the same bytes) is what an earlier thread sent, so it is read from the cache; the rest is written once"
+	}
+	if c.UncachedTokens > 0 {
+		why += "\n      (all but the part after the last cache breakpoint, which is never cached)"
+	}
+	return why
 }
 
 func (p *printer) round(r int, round agent.Round) {
@@ -109,7 +128,7 @@ func (p *printer) round(r int, round agent.Round) {
 		line += fmt.Sprintf("; epoch %s age %d", ep.ID, ep.Age)
 		if ep.Reanchored {
 			line += fmt.Sprintf(" (re-anchored: %s)", ep.ReanchorReason)
-			if why := reanchorWhy[ep.ReanchorReason]; why != "" {
+			if why := reanchorText(ep.ReanchorReason, c); why != "" {
 				line += "\n      why: " + why
 			}
 		}
