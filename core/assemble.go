@@ -347,7 +347,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		}
 	}
 	usage := &Usage{Turn: s.turn, Layers: make([]LayerUsage, len(s.insts)), LayerDropped: pv.LayerDropped, Compaction: compaction,
-		Resident: s.residentUsage(), Cleared: cleared, Reminders: reminded}
+		Resident: s.residentUsage(pv.Bands[projector.BandHistory]), Cleared: cleared, Reminders: reminded}
 	if c := pv.Cut; c != nil {
 		usage.UserMessageCut = &MessageCut{Tokens: c.Tokens, Shown: c.Shown}
 		s.diagnose("_strata", "assemble", KindOverBudget, fmt.Errorf(

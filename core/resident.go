@@ -119,7 +119,12 @@ func (k *contentKinds) message(it Item) Item {
 // open at activation, so it never separates a call from its output (it
 // shows once they are all answered). A compaction that folds the point
 // of activation mounts the content again right after the summary, in
-// activation order: resident content survives compaction.
+// activation order: resident content survives compaction. A Policy that
+// drops the oldest history to fit its budget (no compaction) drops a
+// mid-task activation with the history around it, as it would the tool
+// output that brought it; Usage.Resident lists only what the view shows.
+// Sessions that must keep it run with Compaction, or activate it before
+// the loop.
 //
 // A key activates once per run; activating it again is a no-op. An
 // unknown kind fails with ErrUnknownContentKind, empty key or text with
@@ -307,6 +312,10 @@ func (s *Session) renderEvents(history []projector.Entry[Item], r residentLog, m
 			seen[m] = true
 			shown = append(shown, m)
 			msg := s.rt.entry(s.rt.kinds.message(e.Item))
+			if s.asm.shownText == nil {
+				s.asm.shownText = map[ContentMark]string{}
+			}
+			s.asm.shownText[m] = msg.Item.Text()
 			if len(open) == 0 {
 				out = append(out, msg)
 				continue
@@ -352,8 +361,10 @@ type assemblyScratch struct {
 	// summary leads it.
 	mountBefore int
 	folded      bool
-	// shown are the activations history shows.
-	shown []ContentMark
+	// shown are the activations history shows, shownText the text each
+	// renders as (to find it in the projected band).
+	shown     []ContentMark
+	shownText map[ContentMark]string
 	// head is the head's rendered activations, first in the anchor band.
 	head []projector.Entry[Item]
 	// reminder is the reminders message, last in the tail band when
@@ -378,14 +389,29 @@ func (s *Session) remounted(through int, r residentLog) []projector.Entry[Item] 
 	return out
 }
 
-// residentUsage lists the activations the assembly shows.
-func (s *Session) residentUsage() []ResidentUsage {
+// residentUsage lists the activations the assembly shows: the head's,
+// and those of history that the projected history band still holds. A
+// Policy that drops the oldest history drops the mid-task activations
+// among it too (only a compaction mounts them again); those are not
+// listed.
+func (s *Session) residentUsage(history []projector.Entry[Item]) []ResidentUsage {
 	var out []ResidentUsage
 	for _, it := range s.asm.res.head {
 		out = append(out, ResidentUsage{ContentMark: *it.Resident, Band: BandAnchor})
 	}
+	if len(s.asm.shown) == 0 {
+		return out
+	}
+	in := map[string]bool{}
+	for i := range history {
+		if it := &history[i].Item; it.Type == TypeMessage && it.Role == RoleDeveloper {
+			in[it.Text()] = true
+		}
+	}
 	for _, m := range s.asm.shown {
-		out = append(out, ResidentUsage{ContentMark: m, Band: BandHistory})
+		if in[s.asm.shownText[m]] {
+			out = append(out, ResidentUsage{ContentMark: m, Band: BandHistory})
+		}
 	}
 	return out
 }

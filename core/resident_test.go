@@ -246,3 +246,47 @@ func TestResidentActivatedByHook(t *testing.T) {
 		t.Fatalf("history %q", h)
 	}
 }
+
+// Under a Policy that drops the oldest history, content activated
+// mid-task is dropped with the history it stood in (only a compaction
+// mounts it again), and Usage.Resident says so: it lists what the view
+// shows, never what it lost.
+func TestResidentUsageUnderPolicyDrop(t *testing.T) {
+	ctx := context.Background()
+	rt, err := core.NewRuntime(core.Config{System: []core.Item{core.SystemMessage("You are a careful assistant.")},
+		Policy: &core.Policy{TokenBudget: 600, ResponseReserve: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	dropped := false
+	for n := range 30 {
+		q, a := turnText(n)
+		_ = s.Append(ctx, core.UserMessage(q))
+		if n == 2 {
+			if err := s.Activate(ctx, core.Content{Kind: core.ContentSkills, Key: "mid", Text: "MIDSKILL"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, err := s.Assemble(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := false
+		for _, it := range v.Items() {
+			shown = shown || strings.Contains(it.Text(), "MIDSKILL")
+		}
+		listed := false
+		for _, r := range v.Usage.Resident {
+			listed = listed || r.Key == "mid"
+		}
+		if n >= 2 && shown != listed {
+			t.Fatalf("turn %d: content shown %v, Usage.Resident lists it %v", n, shown, listed)
+		}
+		dropped = dropped || n > 2 && !shown
+		_ = s.Record(ctx, core.AssistantMessage(a))
+	}
+	if !dropped {
+		t.Fatal("the budget never dropped the activation: the test checks nothing")
+	}
+}
