@@ -188,6 +188,29 @@ func firstSentence(text string) string {
 // is over the threshold with nothing left to fold.
 var ErrCompactionStalled = errors.New("core: compaction stalled")
 
+// ErrCompactionOff is returned by Session.Compact when the runtime has no
+// Config.Compaction.
+var ErrCompactionOff = errors.New("core: compaction is not configured (Config.Compaction)")
+
+// Compact asks the next assembly to compact the history whatever the
+// threshold: the host's own decision (a "/compact" command, the end of a
+// task, a switch of subject). The compaction is the same event as one the
+// threshold triggers, with the configured Keep and Summarizer, and is
+// reported in the same Usage.Compaction. When there is nothing to fold
+// (the history holds no more than the kept items past the last fold),
+// the request is dropped with a diagnostic rather than failing the turn:
+// the spin guard is for compactions the threshold demands.
+func (s *Session) Compact() error {
+	if s.disposed {
+		return ErrDisposed
+	}
+	if s.rt.cfg.Compaction == nil {
+		return ErrCompactionOff
+	}
+	s.compactNow = true
+	return nil
+}
+
 // CompactionError fails an Assemble whose compaction could not be made.
 type CompactionError struct {
 	// Folded is the boundary already folded, Through the one the
@@ -301,21 +324,28 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 		_, saved := s.rt.trimPlan(folded, fstart, size)
 		size -= saved
 		limit := int(cfg.threshold() * float64(cfg.Window))
-		if size > limit {
+		forced := s.compactNow
+		s.compactNow = false
+		if size > limit || forced {
 			ev, err := s.compact(ctx, cfg, prev, size, limit)
-			if err != nil {
+			switch {
+			case forced && size <= limit && errors.Is(err, ErrCompactionStalled):
+				// Asked for by the host, not needed: nothing to do.
+				s.diagnose("_strata", "compact", KindError, fmt.Errorf("Session.Compact ignored: nothing to fold past the %d newest items kept", cfg.keep()))
+			case err != nil:
 				return nil, nil, 0, nil, err
-			}
-			// The event is the log's newest item now: history must hold
-			// its place too, or an update published later in this
-			// assembly (at the log's end) would point past it.
-			history = s.log[start:]
-			folded, fstart = fold(ev)
-			usage.Count++
-			usage.Folded = ev.Compaction.Through
-			usage.Compacted = true
-			if c.last != nil && thrashes(s.turn-c.last.Compaction.Turn, thrash) {
-				usage.Thrashing = true
+			default:
+				// The event is the log's newest item now: history must
+				// hold its place too, or an update published later in
+				// this assembly (at the log's end) would point past it.
+				history = s.log[start:]
+				folded, fstart = fold(ev)
+				usage.Count++
+				usage.Folded = ev.Compaction.Through
+				usage.Compacted = true
+				if c.last != nil && thrashes(s.turn-c.last.Compaction.Turn, thrash) {
+					usage.Thrashing = true
+				}
 			}
 		}
 	}

@@ -451,3 +451,75 @@ func TestCompactionWithDriftingAnchor(t *testing.T) {
 	}
 	t.Logf("re-anchors: %v, compactions %d", reasons, s.LastUsage().Compaction.Count)
 }
+
+// Session.Compact folds the history at the next assembly whatever the
+// threshold, once; with nothing to fold it is dropped with a diagnostic,
+// and without Config.Compaction it is refused.
+func TestSessionCompact(t *testing.T) {
+	ctx := context.Background()
+	sum := &countingSummarizer{}
+	rt := compactionRuntime(t, &core.CompactionConfig{Window: 100000, Keep: 2, Summarizer: sum})
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing to fold yet: no error, no event, a diagnostic.
+	_ = s.Append(ctx, core.UserMessage("hello"))
+	v, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatalf("a Compact with nothing to fold failed the turn: %v", err)
+	}
+	if v.Usage.Compaction.Compacted || sum.calls != 0 || events(s.Items()) != 0 {
+		t.Fatalf("compacted with nothing to fold: %+v, %d calls", v.Usage.Compaction, sum.calls)
+	}
+	found := false
+	for _, d := range v.Usage.Diagnostics {
+		found = found || strings.Contains(d.Message, "Session.Compact ignored")
+	}
+	if !found {
+		t.Fatalf("no diagnostic for the ignored Compact: %+v", v.Usage.Diagnostics)
+	}
+	_ = s.Record(ctx, core.AssistantMessage("hi"))
+	for n := range 6 {
+		q, a := turnText(n)
+		_ = s.Append(ctx, core.UserMessage(q))
+		if _, err := s.Assemble(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Record(ctx, core.AssistantMessage(a))
+	}
+	if sum.calls != 0 {
+		t.Fatalf("the threshold compacted a %d-token window", 100000)
+	}
+	before := stablePrefix(t, v)
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Append(ctx, core.UserMessage("now, the next task"))
+	v, err = s.Assemble(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := v.Usage.Compaction
+	if !c.Compacted || c.Count != 1 || sum.calls != 1 || events(s.Items()) != 1 {
+		t.Fatalf("Compact did not compact once: %+v, %d summarizer calls", c, sum.calls)
+	}
+	if got := stablePrefix(t, v); got != before {
+		t.Fatal("the stable prefix changed across the compaction")
+	}
+	// Kept: the 2 newest conversation items, and the summary first.
+	if h := v.Band(core.BandHistory); len(h) != 3 || !strings.Contains(h[0].Text(), "Question 0") {
+		t.Fatalf("history after Compact: %d items, first %.80q", len(h), h[0].Text())
+	}
+	_ = s.Record(ctx, core.AssistantMessage("ok"))
+	_ = s.Append(ctx, core.UserMessage("and then?"))
+	if v, err = s.Assemble(ctx); err != nil || v.Usage.Compaction.Compacted || sum.calls != 1 {
+		t.Fatalf("the request outlived its assembly: %v, %+v", err, v.Usage.Compaction)
+	}
+
+	off, _ := core.NewRuntime(core.Config{})
+	so, _ := off.Start(ctx, core.RunOptions{})
+	if err := so.Compact(); !errors.Is(err, core.ErrCompactionOff) {
+		t.Fatalf("Compact without Config.Compaction: %v", err)
+	}
+}

@@ -258,7 +258,11 @@
 // ErrCompactionStalled rather than summarising in a loop. Usage.Compaction
 // reports the count, the boundary, whether this assembly compacted, the
 // summary's size, and Thrashing, latched once two compactions came within
-// ThrashTurns assemblies of each other.
+// ThrashTurns assemblies of each other. A host decides a compaction of its
+// own with Session.Compact (a "/compact" command, the end of a task): the
+// next assembly compacts whatever the threshold, the same event with the
+// same Keep and Summarizer; with nothing to fold it is dropped with a
+// diagnostic.
 //
 // A Policy with projector.OverflowSummarize is a separate mechanism, a
 // summary inside one projection: the runtime counts each summary

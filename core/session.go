@@ -65,6 +65,9 @@ type Session struct {
 	seen     map[storage.Key][]byte
 	last     *Usage
 	disposed bool
+	// compactNow is set by Compact: the next assembly compacts whatever
+	// the threshold.
+	compactNow bool
 
 	// Prompt-cache anchoring.
 	epoch     epoch
