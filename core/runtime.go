@@ -93,7 +93,12 @@ type Config struct {
 	// sent, re-rendered byte for byte by package core/inspect and memctl
 	// inspect --list / --turn N). Off by default: it writes to the store
 	// on every assembly (a few small writes whose size does not grow with
-	// the conversation; see BenchmarkAssembleRecording).
+	// the conversation; see BenchmarkAssembleRecording). Only sessions
+	// with a thread are recorded (RunOptions.ThreadID: records are kept
+	// per thread); a child run (Spawn) is not, its parent's record shows
+	// what the parent was sent, and a child that must be inspected runs
+	// as a session of its own thread. A record that cannot be written is
+	// a diagnostic, not a failed assembly.
 	RecordAssemblies bool
 	// AssemblyRetention bounds the records a thread keeps, the oldest
 	// dropped first: zero means 200, a negative value keeps them all.
