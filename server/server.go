@@ -21,7 +21,7 @@ import (
 	"github.com/stratamem/strata/storage"
 	"github.com/stratamem/strata/telemetry"
 	"github.com/stratamem/strata/vectorstore"
-	"github.com/stratamem/strata/vectorstore/faulty"
+	"github.com/stratamem/strata/vectorstore/driver"
 )
 
 // Options configure a Server. The zero value needs Keys (or
@@ -150,17 +150,10 @@ func New(env *environment.Env, opts Options) (*Server, error) {
 }
 
 // tracedRecords is a handle on the records of col whose driver is wrapped
-// by telemetry.Driver. The portable API does not hand out the driver of an
-// opened collection; the fault injector's wrapper does, so it is used to
-// reach it and then dropped: no fault is ever injected. Both handles share
-// the one driver, which the environment closes with col.
+// by telemetry.Driver. Both handles share the one driver, which the
+// environment closes with col.
 func tracedRecords(col *vectorstore.Collection, in telemetry.Instruments) (*vectorstore.Collection, error) {
-	opts := &vectorstore.Options{Dimension: col.Info().Dimension}
-	_, fc, err := faulty.WrapCollection(col, opts)
-	if err != nil {
-		return nil, fmt.Errorf("server: trace the records: %w", err)
-	}
-	out, err := vectorstore.NewCollection(telemetry.Driver(fc.Driver(), in), opts)
+	out, err := col.WithDriver(func(d driver.Collection) driver.Collection { return telemetry.Driver(d, in) })
 	if err != nil {
 		return nil, fmt.Errorf("server: trace the records: %w", err)
 	}

@@ -87,6 +87,34 @@ type Collection struct {
 	closed bool
 }
 
+// WithDriver returns a second handle on the collection whose calls go
+// through wrap(driver): middleware over the driver, such as the tracing
+// of package telemetry or a fault injector, the way database/sql drivers
+// are wrapped. The handle keeps the collection's metadata keys and clock.
+// Both handles share the one driver: close one of them (the driver's
+// Close runs once, through whichever handle is closed), and use neither
+// after. wrap must return a driver of the same collection (the same
+// Info); a nil wrap, or one that returns nil, is an invalid argument.
+func (c *Collection) WithDriver(wrap func(driver.Collection) driver.Collection) (*Collection, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, &Error{Code: CodeClosed, Op: "wrap"}
+	}
+	if wrap == nil {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "wrap", Field: "wrap", Msg: "nil"}
+	}
+	d := wrap(c.drv)
+	if d == nil {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "wrap", Field: "wrap", Msg: "returned a nil driver"}
+	}
+	if got := d.Info(); got.Dimension != c.info.Dimension {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "wrap", Field: "wrap",
+			Msg: "the wrapped driver reports dimension " + strconv.Itoa(got.Dimension) + ", the collection's is " + strconv.Itoa(c.info.Dimension)}
+	}
+	return &Collection{drv: d, info: c.info, keys: c.keys, now: c.now}, nil
+}
+
 // NewCollection wraps an open driver collection. Drivers' own constructors
 // (e.g. chromem.OpenCollection) and wrapping drivers (vectorstore/faulty)
 // call it; users call Open or a driver's OpenCollection instead.
