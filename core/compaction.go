@@ -184,8 +184,10 @@ func firstSentence(text string) string {
 }
 
 // ErrCompactionStalled is wrapped by the *CompactionError of a compaction
-// whose boundary would not advance past what is already folded: the view
-// is over the threshold with nothing left to fold.
+// whose boundary would not advance past what is already folded while the
+// view is over the model's window: nothing left to fold, and a request
+// that cannot be sent. Over the threshold but within the window the view
+// is sent unfolded, with a KindOverBudget diagnostic.
 var ErrCompactionStalled = errors.New("core: compaction stalled")
 
 // ErrCompactionOff is returned by Session.Compact when the runtime has no
@@ -332,6 +334,13 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 			case forced && size <= limit && errors.Is(err, ErrCompactionStalled):
 				// Asked for by the host, not needed: nothing to do.
 				s.diagnose("_strata", "compact", KindError, fmt.Errorf("Session.Compact ignored: nothing to fold past the %d newest items kept", cfg.keep()))
+			case errors.Is(err, ErrCompactionStalled) && size <= cfg.Window:
+				// Over the threshold with nothing left to fold, but the
+				// view still fits the window: send it, fold nothing (no
+				// summarizer call, so no loop), and say so.
+				s.diagnose("_strata", "compact", KindOverBudget, fmt.Errorf(
+					"compaction cannot fold more: the view is %d tokens, over the threshold of %d, with only the %d newest items left unfolded; it still fits the window of %d",
+					size, limit, cfg.keep(), cfg.Window))
 			case err != nil:
 				return nil, nil, 0, nil, err
 			default:
@@ -340,6 +349,15 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 				// this assembly (at the log's end) would point past it.
 				history = s.log[start:]
 				folded, fstart = fold(ev)
+				after := s.viewSize(outs, folded)
+				_, cleared := s.rt.trimPlan(folded, fstart, after)
+				if after -= cleared; after > cfg.Window {
+					// Folded, and still past the window: the kept items
+					// alone do not fit. The next assembly could fold no
+					// further; say so now, not one assembly late.
+					return nil, nil, 0, nil, &CompactionError{Folded: ev.Compaction.Through, Through: ev.Compaction.Through,
+						Tokens: after, Limit: limit, Err: ErrCompactionStalled}
+				}
 				usage.Count++
 				usage.Folded = ev.Compaction.Through
 				usage.Compacted = true

@@ -523,3 +523,48 @@ func TestSessionCompact(t *testing.T) {
 		t.Fatalf("Compact without Config.Compaction: %v", err)
 	}
 }
+
+// A view over the threshold that a compaction cannot fold further (the
+// kept items alone overflow it) is sent unfolded while it fits the
+// window, the same on every assembly of that state, with a diagnostic;
+// past the window the assembly fails with the stalled error.
+func TestCompactionCannotAdvance(t *testing.T) {
+	ctx := context.Background()
+	sum := &countingSummarizer{}
+	rt := compactionRuntime(t, &core.CompactionConfig{Window: 400, Keep: 2, Summarizer: sum})
+	s, _ := rt.Start(ctx, core.RunOptions{})
+	_ = s.Append(ctx, core.UserMessage("First question. "+strings.Repeat("word ", 150)))
+	if _, err := s.Assemble(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Record(ctx, core.AssistantMessage("Short answer."))
+	_ = s.Append(ctx, core.UserMessage("Second question. "+strings.Repeat("other ", 170)))
+	first, err := s.Assemble(ctx)
+	if err != nil {
+		t.Fatalf("compacting assembly: %v", err)
+	}
+	calls := sum.calls
+	for range 2 {
+		v, err := s.Assemble(ctx)
+		if err != nil {
+			t.Fatalf("the same state assembled again: %v", err)
+		}
+		if canon(t, v.Items()) != canon(t, first.Items()) {
+			t.Fatal("the same state rendered other bytes")
+		}
+		found := false
+		for _, d := range v.Usage.Diagnostics {
+			found = found || d.Kind == core.KindOverBudget && strings.Contains(d.Message, "cannot fold more")
+		}
+		if !found {
+			t.Fatalf("no diagnostic: %+v", v.Usage.Diagnostics)
+		}
+	}
+	if sum.calls != calls {
+		t.Fatalf("the summarizer was asked again (%d calls after %d)", sum.calls, calls)
+	}
+	_ = s.Append(ctx, core.UserMessage("Third. "+strings.Repeat("more ", 400)))
+	if _, err := s.Assemble(ctx); !errors.Is(err, core.ErrCompactionStalled) {
+		t.Fatalf("past the window: %v, want ErrCompactionStalled", err)
+	}
+}

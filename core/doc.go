@@ -254,8 +254,10 @@
 // host that saves that log and re-appends it (Append or
 // RunOptions.History) renders the same bytes without calling the
 // summarizer again. A compaction whose boundary would not pass what is
-// already folded fails the Assemble with a *CompactionError wrapping
-// ErrCompactionStalled rather than summarising in a loop. Usage.Compaction
+// already folded is not made (no summarising in a loop): while the view
+// still fits the window it is sent as it is, with a KindOverBudget
+// diagnostic; past the window the Assemble fails with a *CompactionError
+// wrapping ErrCompactionStalled. Usage.Compaction
 // reports the count, the boundary, whether this assembly compacted, the
 // summary's size, and Thrashing, latched once two compactions came within
 // ThrashTurns assemblies of each other. A host decides a compaction of its

@@ -16,8 +16,10 @@ import (
 // a call and its output, mid-task activations, an anchored layer that
 // drifts so updates are published inline) under compaction and tail
 // trimming with small windows. Every assembly must succeed (or stall with
-// the typed error), keep each call next to its output, and render the
-// same bytes when repeated.
+// the typed error) and keep each call next to its output; one that did not
+// compact, assembled again with nothing new in between, must succeed and
+// render the same bytes. (One that compacted changed the log, so the next
+// reads another state: it may stall when the kept items alone overflow.)
 func TestLongSessionRandomized(t *testing.T) {
 	seeds := 40
 	if testing.Short() {
@@ -50,7 +52,7 @@ func randomSession(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stalls := 0
+	stalls, repeats := 0, 0
 	assemble := func(step int) {
 		t.Helper()
 		v, err := s.Assemble(ctx)
@@ -62,6 +64,19 @@ func randomSession(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d step %d (window %d): %v", seed, step, window, err)
 		}
 		checkRoundTrips(t, v.Items())
+		if v.Usage.Compaction.Compacted {
+			// This assembly changed the log: the next one reads another
+			// state (and, when the kept items alone overflow, stalls).
+			return
+		}
+		again, err := s.Assemble(ctx)
+		if err != nil {
+			t.Fatalf("seed %d step %d (window %d): assembled again with nothing new: %v", seed, step, window, err)
+		}
+		if a, b := canon(t, v.Items()), canon(t, again.Items()); a != b {
+			t.Fatalf("seed %d step %d (window %d): assembled again with nothing new, the view differs:\n%s\n%s", seed, step, window, a, b)
+		}
+		repeats++
 	}
 	calls := 0
 	for step := range 120 {
@@ -102,7 +117,10 @@ func randomSession(t *testing.T, seed uint64) {
 		}
 	}
 	if u := s.LastUsage(); u != nil && u.Compaction != nil {
-		t.Logf("window %d: %d compactions, %d stalled assemblies", window, u.Compaction.Count, stalls)
+		t.Logf("window %d: %d compactions, %d stalled assemblies, %d repeated", window, u.Compaction.Count, stalls, repeats)
+	}
+	if repeats == 0 {
+		t.Fatal("no assembly was repeated: the same-bytes check never ran")
 	}
 }
 

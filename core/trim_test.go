@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratamem/strata/core"
+	"github.com/stratamem/strata/layers/toolcalls"
 )
 
 // toolTurn appends one user question, the model's call and a large output.
@@ -122,7 +123,8 @@ func TestTailTrimReliefValve(t *testing.T) {
 	}
 }
 
-// The window is required; a host tool cannot take recall_history's name.
+// The window is required; a host tool cannot take recall_history's name
+// while the runtime offers its own (Compaction or TailTrim on).
 func TestTailTrimConfig(t *testing.T) {
 	_, err := core.NewRuntime(core.Config{TailTrim: &core.TailTrimConfig{}})
 	var ce *core.ConfigError
@@ -147,5 +149,21 @@ func TestTailTrimConfig(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("recall_history is not offered with compaction on")
+	}
+	// A host tool named recall_history is refused while the runtime
+	// offers its own, and is the host's own tool otherwise.
+	host := toolcalls.MustTool(toolcalls.ToolDef[struct{}, string]{Name: core.RecallHistoryTool,
+		Execute: func(context.Context, struct{}, core.ToolContext) (string, error) { return "host", nil }})
+	for name, cfg := range map[string]core.Config{
+		"compaction": {Compaction: &core.CompactionConfig{Window: 1000}, Tools: []core.Tool{host}},
+		"tail trim":  {TailTrim: &core.TailTrimConfig{Window: 1000}, Tools: []core.Tool{host}},
+	} {
+		_, err := core.NewRuntime(cfg)
+		if !errors.As(err, &ce) || ce.Code != core.CodeDuplicateFunction {
+			t.Fatalf("%s with a host recall_history: %v, want a %s ConfigError", name, err, core.CodeDuplicateFunction)
+		}
+	}
+	if _, err := core.NewRuntime(core.Config{Tools: []core.Tool{host}}); err != nil {
+		t.Fatalf("a host recall_history without Compaction or TailTrim: %v", err)
 	}
 }
