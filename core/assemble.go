@@ -293,7 +293,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 		arr = reanchor(ReasonHistoryCut)
 		history, firstUpdate, _ = s.foldedUpdates(logHistory, start)
 	}
-	pv, err := projector.Assemble(s.projectorInput(history, arr), rt.policy)
+	pv, mounted, err := s.project(history, arr)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	}
 	if reanchored && (pv.UpdatesDropped || firstUpdate >= 0) {
 		history, firstUpdate, _ = s.foldedUpdates(logHistory, start)
-		if pv, err = projector.Assemble(s.projectorInput(history, arr), rt.policy); err != nil {
+		if pv, mounted, err = s.project(history, arr); err != nil {
 			return nil, err
 		}
 	}
@@ -410,7 +410,7 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	}
 	usage.BandTokens = pv.Tokens
 	usage.Total = pv.TotalTokens()
-	usage.HistoryItems = len(pv.Bands[BandHistory])
+	usage.HistoryItems = len(pv.Bands[BandHistory]) - mounted
 	if firstUpdate >= 0 {
 		usage.HistoryItems -= s.placedUpdates()
 	}
@@ -432,6 +432,61 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 	s.turn++
 	s.recordAssembly(ctx, view)
 	return view, nil
+}
+
+// project runs the projection of one assembly. Under a Policy that drops
+// the oldest history to fit, content activated mid-task would go with
+// the history around it: each activation the projection drops is mounted
+// again at the front of the history it keeps (after a summary when one
+// leads it), in activation order, its tokens taken from the history's
+// room, as a compaction mounts what it folds. The room is taken by
+// projecting again with the budget less the mounted tokens, until no
+// further activation drops (each pass drops at least as much, so this
+// ends). When even that projection fails, the first one stands and the
+// content is dropped (Usage.Resident does not list it). It returns the
+// projection and how many entries it mounted.
+func (s *Session) project(history []projector.Entry[Item], arr arrangement) (projector.View[Item], int, error) {
+	in := s.projectorInput(history, arr)
+	pv, err := projector.Assemble(in, s.rt.policy)
+	if err != nil || s.rt.policy == nil || len(s.asm.shownAt) == 0 {
+		return pv, 0, err
+	}
+	dropped := func(v projector.View[Item]) (mounts []projector.Entry[Item], tokens int) {
+		for _, i := range s.asm.shownAt {
+			if i < v.HistoryFrom && i != v.Kept {
+				mounts = append(mounts, history[i])
+				tokens += history[i].Tokens
+			}
+		}
+		return mounts, tokens
+	}
+	mounts, tokens := dropped(pv)
+	if len(mounts) == 0 {
+		return pv, 0, nil
+	}
+	for {
+		cp := *s.rt.policy
+		cp.TokenBudget -= tokens
+		next, err := projector.Assemble(in, &cp)
+		if err != nil {
+			return pv, 0, nil
+		}
+		m, t := dropped(next)
+		if len(m) == len(mounts) {
+			pv = next
+			break
+		}
+		mounts, tokens = m, t // dropped more: take their room too
+	}
+	band := pv.Bands[BandHistory]
+	at := 0
+	if pv.Summarized {
+		at = 1
+	}
+	pv.Bands[BandHistory] = slices.Concat(band[:at:at], mounts, band[at:])
+	pv.Tokens[BandHistory] += tokens
+	pv.HistoryContiguous = false
+	return pv, len(mounts), nil
 }
 
 // projectorInput is the projection of one assembly: the bands, and the

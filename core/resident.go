@@ -120,11 +120,10 @@ func (k *contentKinds) message(it Item) Item {
 // shows once they are all answered). A compaction that folds the point
 // of activation mounts the content again right after the summary, in
 // activation order: resident content survives compaction. A Policy that
-// drops the oldest history to fit its budget (no compaction) drops a
-// mid-task activation with the history around it, as it would the tool
-// output that brought it; Usage.Resident lists only what the view shows.
-// Sessions that must keep it run with Compaction, or activate it before
-// the loop.
+// drops the oldest history to fit its budget mounts the activations it
+// drops at the front of the history it keeps the same way, their tokens
+// taken from the history's room; Usage.Resident lists what the view
+// shows.
 //
 // A key activates once per run; activating it again is a no-op. An
 // unknown kind fails with ErrUnknownContentKind, empty key or text with
@@ -292,6 +291,7 @@ func (s *Session) renderEvents(history []projector.Entry[Item], r residentLog, m
 	}
 	out = make([]projector.Entry[Item], 0, len(history))
 	markAt = -1
+	s.asm.shownAt = s.asm.shownAt[:0]
 	var (
 		open    = map[string]bool{}
 		pending []waiting
@@ -317,6 +317,7 @@ func (s *Session) renderEvents(history []projector.Entry[Item], r residentLog, m
 			}
 			s.asm.shownText[m] = msg.Item.Text()
 			if len(open) == 0 {
+				s.asm.shownAt = append(s.asm.shownAt, len(out))
 				out = append(out, msg)
 				continue
 			}
@@ -341,6 +342,7 @@ func (s *Session) renderEvents(history []projector.Entry[Item], r residentLog, m
 			n++
 		}
 		for _, w := range pending[:n] {
+			s.asm.shownAt = append(s.asm.shownAt, len(out))
 			out = append(out, w.entry)
 		}
 		pending = pending[n:]
@@ -365,6 +367,9 @@ type assemblyScratch struct {
 	// renders as (to find it in the projected band).
 	shown     []ContentMark
 	shownText map[ContentMark]string
+	// shownAt are the indices of the rendered activations in the history
+	// given to the projection, in order.
+	shownAt []int
 	// head is the head's rendered activations, first in the anchor band.
 	head []projector.Entry[Item]
 	// reminder is the reminders message, last in the tail band when
@@ -390,10 +395,8 @@ func (s *Session) remounted(through int, r residentLog) []projector.Entry[Item] 
 }
 
 // residentUsage lists the activations the assembly shows: the head's,
-// and those of history that the projected history band still holds. A
-// Policy that drops the oldest history drops the mid-task activations
-// among it too (only a compaction mounts them again); those are not
-// listed.
+// and those the projected history band holds (where they were activated,
+// or mounted at its front).
 func (s *Session) residentUsage(history []projector.Entry[Item]) []ResidentUsage {
 	var out []ResidentUsage
 	for _, it := range s.asm.res.head {

@@ -248,45 +248,58 @@ func TestResidentActivatedByHook(t *testing.T) {
 }
 
 // Under a Policy that drops the oldest history, content activated
-// mid-task is dropped with the history it stood in (only a compaction
-// mounts it again), and Usage.Resident says so: it lists what the view
-// shows, never what it lost.
-func TestResidentUsageUnderPolicyDrop(t *testing.T) {
+// mid-task is mounted again at the front of the history it keeps, so it
+// stays in every view (in activation order, its tokens within the
+// budget), and Usage.Resident lists what the view shows.
+func TestResidentSurvivesPolicyDrop(t *testing.T) {
 	ctx := context.Background()
+	const budget = 600
 	rt, err := core.NewRuntime(core.Config{System: []core.Item{core.SystemMessage("You are a careful assistant.")},
-		Policy: &core.Policy{TokenBudget: 600, ResponseReserve: 50}})
+		Policy: &core.Policy{TokenBudget: budget, ResponseReserve: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, _ := rt.Start(ctx, core.RunOptions{})
-	dropped := false
-	for n := range 30 {
+	dropped := 0
+	for n := range 40 {
 		q, a := turnText(n)
 		_ = s.Append(ctx, core.UserMessage(q))
-		if n == 2 {
-			if err := s.Activate(ctx, core.Content{Kind: core.ContentSkills, Key: "mid", Text: "MIDSKILL"}); err != nil {
-				t.Fatal(err)
-			}
+		switch n {
+		case 2:
+			_ = s.Activate(ctx, core.Content{Kind: core.ContentEnvironment, Key: "env", Text: "FIRSTCONTENT"})
+		case 3:
+			_ = s.Activate(ctx, core.Content{Kind: core.ContentSkills, Key: "mid", Text: "SECONDCONTENT"})
 		}
 		v, err := s.Assemble(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		shown := false
-		for _, it := range v.Items() {
-			shown = shown || strings.Contains(it.Text(), "MIDSKILL")
+		text := canon(t, v.Items())
+		first, second := strings.Index(text, "FIRSTCONTENT"), strings.Index(text, "SECONDCONTENT")
+		if n >= 2 && first < 0 || n >= 3 && second < 0 {
+			t.Fatalf("turn %d: resident content missing from the view (dropped %d)", n, v.Usage.HistoryDropped)
 		}
-		listed := false
+		if n >= 3 && second < first {
+			t.Fatalf("turn %d: mounted out of activation order", n)
+		}
+		if v.Usage.Total > budget {
+			t.Fatalf("turn %d: view of %d tokens over the %d budget", n, v.Usage.Total, budget)
+		}
+		listed := 0
 		for _, r := range v.Usage.Resident {
-			listed = listed || r.Key == "mid"
+			if r.Key == "env" || r.Key == "mid" {
+				listed++
+			}
 		}
-		if n >= 2 && shown != listed {
-			t.Fatalf("turn %d: content shown %v, Usage.Resident lists it %v", n, shown, listed)
+		if want := min(max(n-1, 0), 2); listed != want {
+			t.Fatalf("turn %d: Usage.Resident lists %d of the %d shown", n, listed, want)
 		}
-		dropped = dropped || n > 2 && !shown
+		if n > 3 && v.Usage.HistoryDropped > 6 {
+			dropped++
+		}
 		_ = s.Record(ctx, core.AssistantMessage(a))
 	}
-	if !dropped {
-		t.Fatal("the budget never dropped the activation: the test checks nothing")
+	if dropped == 0 {
+		t.Fatal("the budget never dropped the activations' history: the test checks nothing")
 	}
 }

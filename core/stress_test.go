@@ -44,6 +44,11 @@ func randomSession(t *testing.T, seed uint64) {
 	if r.IntN(2) == 0 {
 		cfg.TailTrim = &core.TailTrimConfig{}
 	}
+	if r.IntN(3) == 0 {
+		// A hard budget under the compaction's window: the projection
+		// drops history (and mounts dropped activations) too.
+		cfg.Policy = &core.Policy{TokenBudget: window * 3 / 4, ResponseReserve: 50}
+	}
 	rt, err := core.NewRuntime(cfg)
 	if err != nil {
 		t.Fatal(err)
