@@ -18,6 +18,7 @@
 //	memctl migrate --to 'postgres://app@db/strata' --batch 10000 --timeout 20m
 //	memctl inspect t1 --resource alice
 //	memctl inspect t1 --list                  # per turn: tokens, epoch, cache miss, cost
+//	memctl inspect t1 --turn 9 --items log:42 # a cleared tool output, in full
 //	memctl state ls -r alice                  # layer state, bindings, recorded assemblies
 //	memctl state edit todo -t t1 -r alice     # $EDITOR, compare-and-swap
 //	memctl bench

@@ -23,6 +23,7 @@ type inspectFlags struct {
 	resource string
 	list     bool
 	turn     int
+	items    string
 }
 
 func (a *app) inspectCmd() *cobra.Command {
@@ -51,7 +52,18 @@ database of a postgres store, or --state DIR|postgres://...
 assembly of a thread, by the thread's turn number, up to
 core.Config.AssemblyRetention of them); --turn N shows turn N's record:
 its view band by band, its segment hashes, the history items it kept
-against the run's log, the layers' usage and the cache report of its call.
+against the run's log, the tool outputs it showed cleared (with
+core.Config.TailTrim: call id, tokens and the log reference of the full
+body), its compaction boundary and the log reference of the compaction
+event, the layers' usage and the cache report of its call.
+
+--items A-B (or N, or log:N) prints log items A to B of the run a turn
+recorded (--turn N, else the newest turn) in full, as the run logged them:
+a cleared output's whole body, a compaction event's summary. The items are
+read from the run's log as the runtime stored it with the records; a range
+past the log the turn saw is an error. Through --server the log is read
+with the server's state API (GET /v1/state/_strata/...), so the key needs
+the thread's resource.
 
 When the host reports the provider's cache figures (Session.ReportCache),
 each turn also shows what became of its model call: a cache miss with its
@@ -72,6 +84,7 @@ Text the store holds is printed with controls escaped (\x1b, \u009b...);
 	cmd.Flags().StringVarP(&f.resource, "resource", "r", "", "the resource the thread belongs to (default: the one it is bound to)")
 	cmd.Flags().BoolVar(&f.list, "list", false, "list the thread's recorded turns")
 	cmd.Flags().IntVar(&f.turn, "turn", -1, "show the record of the thread's turn `N`")
+	cmd.Flags().StringVar(&f.items, "items", "", "print log items `A-B` (or N, or log:N) of the turn's run in full")
 	return cmd
 }
 
@@ -83,6 +96,17 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 		if err := checkID(f.resource); err != nil {
 			return usageErrorf("--resource: %s", strings.TrimPrefix(Message(err), "malformed id"))
 		}
+	}
+	if f.items != "" {
+		if f.list {
+			return usageErrorf("--list and --items exclude each other")
+		}
+		if _, _, err := parseItems(f.items); err != nil {
+			return err
+		}
+	}
+	if f.turn < -1 {
+		return usageErrorf("--turn: negative turn %d", f.turn)
 	}
 	if rc, err := a.remoteClient(); err != nil || rc != nil {
 		if err != nil {
@@ -110,12 +134,12 @@ func (a *app) runInspect(ctx context.Context, thread string, f *inspectFlags) er
 	switch {
 	case f.list && f.turn >= 0:
 		return usageErrorf("--list and --turn exclude each other")
+	case f.items != "":
+		return a.showLogItems(ctx, st, loc, resource, thread, whose, f)
 	case f.list:
 		return a.listAssemblies(ctx, st, loc, resource, thread, whose)
 	case f.turn >= 0:
 		return a.showTurn(ctx, st, loc, resource, thread, whose, f)
-	case f.turn < -1:
-		return usageErrorf("--turn: negative turn %d", f.turn)
 	}
 	rec, err := inspect.LastAssembly(ctx, st, resource, thread)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -403,6 +427,16 @@ func (a *app) remoteInspect(ctx context.Context, rc *remote, thread string, f *i
 	if err := rc.call(ctx, http.MethodGet, "/v1/assembly", q, nil, &rec); err != nil {
 		return err
 	}
+	if f.items != "" {
+		// The server serves the record, not its run's log: the log's
+		// chunks are read as the thread's state, under the resource the
+		// server read the record for.
+		res := f.resource
+		if res == "" {
+			res = rec.ResourceID
+		}
+		return a.printLogItems(ctx, &remoteLog{rc: rc, resource: res, thread: thread}, &rec, res, thread, f)
+	}
 	// The call's miss and cost are in the next turn's record (see
 	// inspect_call.go); the newest turn (no --turn) has none yet.
 	var call *callReport
@@ -456,7 +490,23 @@ func (a *app) printPlan(rec *inspect.Plan, resource, thread string, f *inspectFl
 	}
 	fmt.Fprintln(w)
 	if c := rec.Compaction; c != nil {
-		fmt.Fprintf(w, "Compaction: boundary at log item %d\n", c.Boundary)
+		fmt.Fprintf(w, "Compaction: boundary at log item %d", c.Boundary)
+		if c.Event != "" {
+			fmt.Fprintf(w, ", event %s", esc(c.Event))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rec.ClearedOutputs) > 0 {
+		tokens := 0
+		rows := make([][]string, len(rec.ClearedOutputs))
+		for i, c := range rec.ClearedOutputs {
+			tokens += c.Tokens
+			rows[i] = []string{cell(c.CallID), strconv.Itoa(c.Tokens), cell(c.Ref)}
+		}
+		fmt.Fprintf(w, "Cleared outputs: %s, %d tokens (--items log:N prints a body)\n", plural(len(rows), "output", "outputs"), tokens)
+		if err := fitTableIndent(w, a.width(), "  ", []column{{name: "CALL ID", min: 8}, {name: "TOKENS", right: true}, {name: "REF", min: 6}}, rows); err != nil {
+			return err
+		}
 	}
 	if c := rec.Cache; c != nil {
 		fmt.Fprintf(w, "Cache report: read %d, written %d, uncached %d tokens\n", c.ReadTokens, c.WriteTokens, c.UncachedTokens)
