@@ -111,7 +111,7 @@ ins AS (
 	ORDER BY id, term
 	ON CONFLICT (id, term) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl, sketch = EXCLUDED.sketch, layer = EXCLUDED.layer,
 		kind = EXCLUDED.kind, resource = EXCLUDED.resource, thread = EXCLUDED.thread
-),{bulk_ins}
+),
 docs AS (SELECT DISTINCT id FROM ch),
 delta AS (
 	SELECT o.layer, o.kind, o.resource, o.thread, ''::text COLLATE "C" AS term, -1 AS dn, -(o.dl::numeric) AS dlen,
@@ -126,10 +126,13 @@ delta AS (
 	SELECT nlayer, nkind, nresource, nthread, term, 1, 0, ntf, ndl FROM ch WHERE isnew{bulk_delta}
 ),
 agg AS (
-	SELECT d.layer, d.term, d.resource, v.thread, d.kind, sum(d.dn) AS dn, sum(d.dlen) AS dlen, max(d.tf) AS maxtf, min(d.dl) AS mindl
-	FROM delta d CROSS JOIN LATERAL (SELECT ''::text COLLATE "C" UNION ALL SELECT d.thread WHERE d.thread <> '') v(thread)
-	GROUP BY d.layer, d.term, d.resource, v.thread, d.kind
-	HAVING sum(d.dn) <> 0 OR sum(d.dlen) <> 0 OR count(d.tf) > 0
+	SELECT layer, term, resource, thread, kind, sum(dn) AS dn, sum(dlen) AS dlen, max(tf) AS maxtf, min(dl) AS mindl
+	FROM (
+		SELECT d.layer, d.term, d.resource, v.thread, d.kind, d.dn, d.dlen, d.tf, d.dl
+		FROM delta d CROSS JOIN LATERAL (SELECT ''::text COLLATE "C" UNION ALL SELECT d.thread WHERE d.thread <> '') v(thread){bulk_agg}
+	) x
+	GROUP BY layer, term, resource, thread, kind
+	HAVING sum(dn) <> 0 OR sum(dlen) <> 0 OR count(tf) > 0
 ),
 up AS (
 	INSERT INTO {tstats} AS s (layer, term, resource, thread, kind, n, len, maxtf, mindl)
@@ -144,27 +147,28 @@ up AS (
 SELECT array_agg(layer), array_agg(term), array_agg(resource), array_agg(thread), array_agg(kind) FROM up WHERE n = 0`
 
 // reconcileSQL is reconcileTmpl for the records $1, and bulkReconcileSQL
-// adds, in the same statement, the documents of records a bulk load has
-// just inserted, whose postings the client computed (bulk.go) and copied
-// into the temporary tables strata_vec_load_terms (one row per posting, as
-// in {terms}) and strata_vec_load_docs (one row per document: its corpus
-// fields and length). Those records had no postings, so there is nothing
-// to compare: their rows go to {terms} as they are and their deltas join
-// the others, and the statistics are still upserted by one statement in
-// key order (two statements could lock the same rows in two passes, and
-// two bulk writers deadlock).
+// adds, in the same statement, the statistics of the documents of records
+// a bulk load has just inserted, whose postings the client computed and
+// COPYed straight into {terms} (bulk.go): those records had no postings,
+// so there is nothing to compare, and only their deltas join the others.
+// They come in two temporary tables: strata_vec_load_docs, one row per
+// document (its corpus fields and length, for the empty term's n and len,
+// rolled up here like every delta), and strata_vec_load_stats, the term
+// rows' deltas already aggregated by the client per statistics key,
+// roll-ups included (n, maxtf, mindl: a count, a maximum and a minimum,
+// exact in any order; the numeric len stays the server's to sum). The
+// client's aggregation replaces the expansion and aggregation of one row
+// per posting and roll-up here (two million rows for 10,000 chat
+// messages, against 160,000 aggregated). The statistics are still
+// upserted by one statement in key order (two statements could lock the
+// same rows in two passes, and two bulk writers deadlock).
 var (
-	reconcileSQL     = strings.NewReplacer("{bulk_ins}", "", "{bulk_delta}", "").Replace(reconcileTmpl)
-	bulkReconcileSQL = strings.NewReplacer("{bulk_ins}", `
-bins AS (
-	INSERT INTO {terms} (id, term, tf, dl, sketch, layer, kind, resource, thread)
-	SELECT id, term, tf, dl, sketch, layer, kind, resource, thread FROM strata_vec_load_terms
-	ORDER BY id, term
-),`, "{bulk_delta}", `
+	reconcileSQL     = strings.NewReplacer("{bulk_delta}", "", "{bulk_agg}", "").Replace(reconcileTmpl)
+	bulkReconcileSQL = strings.NewReplacer("{bulk_delta}", `
 	UNION ALL
-	SELECT layer, kind, resource, thread, '', 1, dl::numeric, NULL, NULL FROM strata_vec_load_docs
-	UNION ALL
-	SELECT layer, kind, resource, thread, term, 1, 0, tf, dl FROM strata_vec_load_terms`).Replace(reconcileTmpl)
+	SELECT layer, kind, resource, thread, '', 1, dl::numeric, NULL, NULL FROM strata_vec_load_docs`, "{bulk_agg}", `
+		UNION ALL
+		SELECT layer, term, resource, thread, kind, n, 0, maxtf, mindl FROM strata_vec_load_stats`).Replace(reconcileTmpl)
 )
 
 // sweepSQL removes statistics rows that a write left at zero. It runs after
