@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -118,7 +119,13 @@ func (s *Session) blob(ctx context.Context, raw []byte) (string, error) {
 func (s *Session) storeLog(ctx context.Context) error {
 	r := &s.plan
 	if r.tag == "" {
-		r.tag = hexDigest([]byte(s.info.RunID))[:16]
+		// The run id names the run, but a host may start another session
+		// under the same id (a resumed run, a fixed id in a script) with
+		// another log: a nonce per session keeps each session's stored
+		// log its own, so earlier records still read theirs.
+		var nonce [8]byte
+		_, _ = rand.Read(nonce[:])
+		r.tag = hexDigest(append([]byte(s.info.RunID+"\x00"), nonce[:]...))[:16]
 	}
 	n := len(s.items)
 	if len(r.chain) == 0 {
