@@ -5,15 +5,17 @@ GO    ?= go
 
 .PHONY: demo test model pg-up pg-down unit bench bench-cache bench-recall bench-quality bench-scale vet fmt
 
-## demo: build the example agent (saying so: the first build downloads and
-## compiles for a minute or more), then run it offline on the embedded
+## demo: build the example agent (saying so: the first build downloads modules
+## and compiles for minutes), then run it offline on the embedded
 ## default. DEMO_FLAGS=-views prints every view, DEMO_FLAGS=-quiet the
 ## summary alone.
 DEMO_FLAGS ?=
 demo: model
-	@echo "== building examples/agent (the first build downloads modules and compiles about 200 packages: one to several minutes; later ones take seconds)"
-	@set -o pipefail; $(GO) build -v -o .strata/bin/agent ./examples/agent 2>&1 | \
-		awk '{ n++; printf "\r   compiling (%d): %-60.60s", n, $$0; fflush() } END { if (n) printf "\r   compiled %d packages.%-60s\n", n, "" }'
+	@echo "== building examples/agent (the first build downloads modules and compiles about 400 packages, the standard library included: one to several minutes; later ones take seconds)"
+	@set -o pipefail; tty=0; [ -t 1 ] && tty=1; $(GO) build -v -o .strata/bin/agent ./examples/agent 2>&1 | \
+		awk -v tty=$$tty '/^go: downloading/ { d++; if (!tty) print; next } \
+			{ n++; if (tty) { printf "\r   compiling (%d): %-60.60s", n, $$0; fflush() } else if (n % 50 == 0) print "   compiled " n " packages" } \
+			END { if (n) printf "%s   compiled %d packages%s.\n", (tty ? "\r" : ""), n, (d ? ", downloaded " d " modules" : "") }'
 	@echo "== running it: .strata/bin/agent -offline $(DEMO_FLAGS)"
 	@.strata/bin/agent -offline $(DEMO_FLAGS)
 

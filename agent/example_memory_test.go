@@ -49,7 +49,8 @@ func visit(ctx context.Context, dir, user, msg string, out io.Writer) error {
 	// ScopeResource: every thread of the user sees these memories. The
 	// default, ScopeThread, would start each visit empty.
 	mine := memory.Common{Scope: core.ScopeResource}
-	facts, err := temporal.New(env.Memory, temporal.Options{Common: mine}) // dated facts, as the model records them
+	// dated facts: the model records them (temporal/record); offline, Patterns reads plain statements
+	facts, err := temporal.New(env.Memory, temporal.Options{Common: mine, Extractor: temporal.Patterns{}})
 	if err != nil {
 		return err
 	}

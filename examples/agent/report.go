@@ -33,7 +33,8 @@ func (p *printer) header(embedder string, _ *core.Runtime) {
 	p.printf("model: %s\nstore: %s (embedder %s)\n", p.o.ModelName, p.o.Dir, embedder)
 	p.printf(`
 How to read it. Each turn prints the user's message, the tool calls and their outputs, the answer, and one
-line per model call (a turn that uses a tool takes two: the call, then the answer once its output is back):
+line per model call (a turn that uses a tool takes two: the call, then the answer once its output is back),
+such as (figures for illustration):
   call 2: view 1603 tok; cache read 2251, write 342, uncached 0; epoch t:ada-visit-1#1 age 1
   - view: the tokens strata assembled (system prompt, memory, history); the tool schemas come on top.
   - cache: the provider's prompt cache, in tokens: read from it (billed 0.1x), written to it (1.25x), or

@@ -53,7 +53,7 @@ func Example() {
 	// Output:
 	// Recorded 1 observation(s): 1 new, 0 merged into existing ones, 0 already known.
 	// <observations>
-	// Observed in this conversation, most important first. [n] is importance (5 = must not forget); the date is when it was last observed.
+	// Observed in the conversations so far, most important first. [n] is importance (5 = must not forget); the date is when it was last observed.
 	// - [5] User is allergic to peanuts (2026-11-30)
 	// - [3] User wants to bake for a birthday on Saturday (2026-11-30)
 	// </observations>

@@ -13,7 +13,7 @@ import (
 const (
 	openTag  = "<observations>"
 	closeTag = "</observations>"
-	preamble = "Observed in this conversation, most important first. [n] is importance (5 = must not forget); the date is when it was last observed."
+	preamble = "Observed in the conversations so far, most important first. [n] is importance (5 = must not forget); the date is when it was last observed."
 )
 
 func (l *Layer) recall(ctx context.Context, p core.RecallParams[State]) (core.Recall[State], error) {
