@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/stratamem/strata/embed/uselite"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,6 +130,16 @@ func TestExitCodeAndMessage(t *testing.T) {
 	}
 	if m := Message(usageErrorf("first\nsecond\n\nthird")); m != "first; second; third" {
 		t.Errorf("Message: %q", m)
+	}
+	// The classifying prefixes go; the same words inside a message stay.
+	for err, want := range map[error]string{
+		notFoundf("no record x"):                                       "no record x",
+		fmt.Errorf("show: %w", notFoundf("no record x")):               "show: no record x",
+		fmt.Errorf("%w: no model.json in d", uselite.ErrModelNotFound): "uselite: model not found: no model.json in d (or pass --embedder hash:DIM, openai:MODEL or ollama:MODEL)",
+	} {
+		if m := Message(err); m != want {
+			t.Errorf("Message(%v) = %q, want %q", err, m, want)
+		}
 	}
 }
 

@@ -83,8 +83,12 @@ func ExitCode(err error) int {
 // the failures an operator can act on.
 func Message(err error) string {
 	msg := err.Error()
+	// Only where a sentinel stands as a prefix of its own (at the start or
+	// after another prefix): "uselite: model not found: ..." keeps its
+	// words.
 	for _, p := range []string{ErrUsage.Error() + ": ", ErrNotFound.Error() + ": "} {
-		msg = strings.ReplaceAll(msg, p, "")
+		msg = strings.TrimPrefix(msg, p)
+		msg = strings.ReplaceAll(msg, ": "+p, ": ")
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
