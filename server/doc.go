@@ -54,8 +54,10 @@
 //
 //	GET    /v1/whoami                          the key's name and resources
 //	POST   /v1/search                          SearchRequest → SearchResult (memories by meaning)
-//	GET    /v1/memories?layer=&kind=&thread=&limit=&page_token=&order=newest   ListResult (ls)
+//	GET    /v1/memories?layer=&kind=&thread=&limit=&page_token=&order=newest&vectors=true&terms=true   ListResult (ls; export)
+//	POST   /v1/memories                        MemoryAdd → WriteResult (add through the layer's path, embedded here)
 //	GET    /v1/memories/{id}                   Memory (show)
+//	PUT    /v1/memories/{id}                   MemoryEdit → WriteResult (edit at the revision read; 409 when it moved on)
 //	DELETE /v1/memories/{id}                   ForgetResult (rm one)
 //	POST   /v1/forget                          ForgetRequest → ForgetResult (rm by ids, or all of a resource)
 //	GET    /v1/facts?as_of=RFC3339             FactList
@@ -67,7 +69,7 @@
 //	POST   /v1/messages                        MessagesRequest → MessagesResult (searchable history)
 //	GET    /v1/stats                           Stats (the whole store for an admin without resource=)
 //	GET    /v1/state?layer=                    StateKeys: layer state of the resource and its threads (state ls)
-//	GET    /v1/state/{layer}/{name}            StateValue (state get; scope=global for an admin)
+//	GET    /v1/state/{layer}/{name}            StateValue (state get; scope=global for an admin; raw=true adds the stored bytes)
 //	PUT    /v1/state/{layer}/{name}            {"value": JSON, "revision": N} → StateValue; 409 on a stale revision
 //	DELETE /v1/state/{layer}/{name}?revision=N {"deleted": true}
 //	GET    /v1/assemblies?thread=              the thread's recorded assemblies, oldest first (inspect --list)

@@ -66,7 +66,22 @@ func (s *Server) Handler() http.Handler {
 			return nil, err
 		}
 		return s.List(r.Context(), p, ListRequest{Resource: q.Get("resource"), Layer: q.Get("layer"), Kind: q.Get("kind"),
-			Thread: q.Get("thread"), Limit: limit, PageToken: q.Get("page_token"), Newest: q.Get("order") == "newest"})
+			Thread: q.Get("thread"), Limit: limit, PageToken: q.Get("page_token"), Newest: q.Get("order") == "newest",
+			Vectors: q.Get("vectors") == "true", Terms: q.Get("terms") == "true"})
+	})
+	api("POST "+v+"/memories", func(_ http.ResponseWriter, r *http.Request, p *Principal) (any, error) {
+		var req MemoryAdd
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return s.AddMemory(r.Context(), p, req)
+	})
+	api("PUT "+v+"/memories/{id}", func(_ http.ResponseWriter, r *http.Request, p *Principal) (any, error) {
+		var req MemoryEdit
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return s.EditMemory(r.Context(), p, r.PathValue("id"), req)
 	})
 	api("GET "+v+"/memories/{id}", func(_ http.ResponseWriter, r *http.Request, p *Principal) (any, error) {
 		return s.Get(r.Context(), p, r.PathValue("id"))
@@ -147,7 +162,7 @@ func (s *Server) Handler() http.Handler {
 		return s.ListState(r.Context(), p, k)
 	})
 	api("GET "+v+"/state/{layer}/{name}", func(_ http.ResponseWriter, r *http.Request, p *Principal) (any, error) {
-		return s.GetState(r.Context(), p, stateKey(r))
+		return s.getState(r.Context(), p, stateKey(r), r.URL.Query().Get("raw") == "true")
 	})
 	api("PUT "+v+"/state/{layer}/{name}", func(_ http.ResponseWriter, r *http.Request, p *Principal) (any, error) {
 		var body struct {

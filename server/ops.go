@@ -46,6 +46,11 @@ type Memory struct {
 	ValidTo   *time.Time        `json:"valid_to,omitempty"`
 	Revision  int64             `json:"revision,omitempty"`
 	Score     float64           `json:"score,omitempty"`
+	// Vector is the record's embedding and Terms its lexical document,
+	// in a listing that asks for them (an export, which must carry what
+	// the store holds).
+	Vector []float32         `json:"vector,omitempty"`
+	Terms  vectorstore.Terms `json:"terms,omitempty"`
 }
 
 func memoryOf(r vectorstore.Record, score float64) Memory {
@@ -165,6 +170,10 @@ type ListRequest struct {
 	PageToken string `json:"page_token,omitempty" jsonschema:"next_page_token of the previous page"`
 	// Newest lists newest first.
 	Newest bool `json:"newest,omitempty" jsonschema:"newest first instead of oldest first"`
+	// Vectors and Terms return the records' vectors and lexical
+	// documents too (an export's listing).
+	Vectors bool `json:"vectors,omitempty" jsonschema:"include each memory's embedding vector"`
+	Terms   bool `json:"terms,omitempty" jsonschema:"include each memory's lexical document (term weights)"`
 }
 
 // ListResult is one page.
@@ -192,7 +201,7 @@ func (s *Server) List(ctx context.Context, p *Principal, req ListRequest) (ListR
 		case limit < 0 || limit > MaxListLimit:
 			return ListResult{}, fmt.Errorf("%w: limit must be in 1..%d", ErrInvalidRequest, MaxListLimit)
 		}
-		o := vectorstore.ListOptions{Filter: f, Limit: limit, PageToken: req.PageToken}
+		o := vectorstore.ListOptions{Filter: f, Limit: limit, PageToken: req.PageToken, WithVectors: req.Vectors}
 		if req.Newest {
 			o.Order = vectorstore.Descending
 		}
@@ -202,7 +211,14 @@ func (s *Server) List(ctx context.Context, p *Principal, req ListRequest) (ListR
 		}
 		out := ListResult{Memories: make([]Memory, 0, len(recs)), NextPageToken: next}
 		for _, r := range recs {
-			out.Memories = append(out.Memories, memoryOf(r, 0))
+			m := memoryOf(r, 0)
+			if req.Vectors {
+				m.Vector = r.Vector
+			}
+			if req.Terms {
+				m.Terms = r.Terms
+			}
+			out.Memories = append(out.Memories, m)
 		}
 		return out, nil
 	})
@@ -631,8 +647,15 @@ type Stats struct {
 	Records    int            `json:"records"`
 	ByLayer    map[string]int `json:"by_layer"`
 	ByKind     map[string]int `json:"by_kind"`
-	Threads    int            `json:"threads"`
-	Resources  int            `json:"resources,omitempty"`
+	// ByScope counts by layer scope (thread, resource, global).
+	ByScope   map[string]int `json:"by_scope"`
+	Threads   int            `json:"threads"`
+	Resources int            `json:"resources,omitempty"`
+	// DataBytes sums the records' ids, text, metadata and vectors.
+	DataBytes int64 `json:"data_bytes"`
+	// Embeddings counts records by the model their "embedding" metadata
+	// names (the semantic layer's records).
+	Embeddings map[string]int `json:"embeddings,omitempty"`
 }
 
 // Stats counts memories by layer and kind, and the threads (and, for the
@@ -649,15 +672,24 @@ func (s *Server) Stats(ctx context.Context, p *Principal, req StatsQuery) (Stats
 		}
 		info := s.mem.Records.Info()
 		st := Stats{Backend: info.Driver, Collection: info.Name, Embedder: s.mem.Embedder.Model(), Dimension: info.Dimension,
-			Distance: string(info.Distance), Resource: f.Resource, ByLayer: map[string]int{}, ByKind: map[string]int{}}
+			Distance: string(info.Distance), Resource: f.Resource, ByLayer: map[string]int{}, ByKind: map[string]int{},
+			ByScope: map[string]int{}, Embeddings: map[string]int{}}
 		threads, resources := map[string]bool{}, map[string]bool{}
-		for r, err := range s.mem.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: vectorstore.MaxListLimit}) {
+		for r, err := range s.mem.Records.All(ctx, vectorstore.ListOptions{Filter: f, Limit: vectorstore.MaxListLimit, WithVectors: true}) {
 			if err != nil {
 				return Stats{}, err
 			}
 			st.Records++
 			st.ByLayer[r.Layer]++
 			st.ByKind[r.Kind]++
+			st.ByScope[string(scopeOf(&r))]++
+			if m := r.Metadata[semantic.MetaEmbedding]; m != "" {
+				st.Embeddings[m]++
+			}
+			st.DataBytes += int64(len(r.ID) + len(r.Text) + 4*len(r.Vector))
+			for k, v := range r.Metadata {
+				st.DataBytes += int64(len(k) + len(v))
+			}
 			if r.Scope.Thread != "" {
 				threads[r.Scope.Resource+"\x00"+r.Scope.Thread] = true
 			}
@@ -691,6 +723,11 @@ type StateValue struct {
 	Key      storage.Key     `json:"key"`
 	Value    json.RawMessage `json:"value"`
 	Revision int64           `json:"revision"`
+	// Raw is the stored bytes as they are (base64 in JSON), when the
+	// read asks for them (GET /v1/state/{layer}/{name}?raw=true): Value
+	// turns a value that is not JSON into a JSON string, Raw keeps it
+	// byte for byte, as an export must.
+	Raw []byte `json:"raw,omitempty"`
 }
 
 // storageKey resolves k for p.
@@ -723,6 +760,11 @@ func (s *Server) storageKey(p *Principal, k StateKey, needLayer bool) (storage.K
 
 // GetState reads one value of layer state.
 func (s *Server) GetState(ctx context.Context, p *Principal, k StateKey) (StateValue, error) {
+	return s.getState(ctx, p, k, false)
+}
+
+// getState is GetState, with the stored bytes when raw is set.
+func (s *Server) getState(ctx context.Context, p *Principal, k StateKey, raw bool) (StateValue, error) {
 	return op(s, func() (StateValue, error) {
 		key, err := s.storageKey(p, k, true)
 		if err != nil {
@@ -738,7 +780,14 @@ func (s *Server) GetState(ctx context.Context, p *Principal, k StateKey) (StateV
 			b, _ := json.Marshal(string(e.Value))
 			v = b
 		}
-		return StateValue{Key: key, Value: v, Revision: e.Revision}, nil
+		out := StateValue{Key: key, Value: v, Revision: e.Revision}
+		if raw {
+			out.Raw = e.Value
+			if out.Raw == nil {
+				out.Raw = []byte{}
+			}
+		}
+		return out, nil
 	})
 }
 

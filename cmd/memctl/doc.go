@@ -54,6 +54,15 @@
 // of each batch and of that build (else 10 minutes); defer_index and
 // bulk_timeout in the target URL win.
 //
+// With --server URL (the API key in $STRATA_API_KEY), memctl runs ls,
+// show, search, add, edit, rm, stats, export, state and inspect through a
+// strata server (strata serve) that holds the store, within the resources
+// the key is bound to: the server embeds what add and edit write; edit
+// writes back at the revision it read, so a write made meanwhile wins and
+// the edit exits 1 with nothing written; export writes one resource's
+// records and layer state. import, migrate, reindex, salvage and bench
+// need the store's files or engine and refuse --server, saying why.
+//
 // inspect shows, with each turn, what the host reported of its model call
 // (core.Session.ReportCache): the cache miss the runtime attributed (cause,
 // band, layer, the provider's reason, the tokens missed) and the input's

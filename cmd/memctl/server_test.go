@@ -73,7 +73,7 @@ func TestThroughServer(t *testing.T) {
 	bob.fails(3, "not found", append(m, "show", id)...)
 	e.fails(1, "STRATA_API_KEY", append(m, "ls", "-r", "alice")...)
 	// Commands with no route, and --store with --server.
-	alice.fails(2, "does not run through --server", append(m, "--embedder", "hash:64", "add", "-l", "observations", "-t", "t1", "x")...)
+	alice.fails(2, "writes records in bulk", append(m, "import", "-")...)
 	alice.fails(2, "exclude each other", append(m, "--store", store, "ls")...)
 	alice.fails(2, "--server", "--server", "ftp://x", "ls")
 	// rm by id.

@@ -144,7 +144,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.flags.store, "store", "", "store: a directory, postgres://..., qdrant://host:port or chromem:///dir (default $"+EnvStore+", the config file, ./.strata/data)")
 	pf.StringVar(&a.flags.embedder, "embedder", "", "embedder: uselite, hash:DIM, openai:MODEL, ollama:MODEL (default $"+EnvEmbedder+", the config file, the store's recorded one, uselite)")
 	pf.StringVar(&a.flags.config, "config", "", "config file (default $"+EnvConfig+" or $XDG_CONFIG_HOME/strata/memctl.json)")
-	pf.StringVar(&a.flags.server, "server", "", "run the command through a strata server (strata serve) at this http(s) URL, with the API key $"+EnvAPIKey+": ls, show, search, rm ID, state and inspect")
+	pf.StringVar(&a.flags.server, "server", "", "run the command through a strata server (strata serve) at this http(s) URL, with the API key $"+EnvAPIKey+": ls, show, search, add, edit, rm ID, stats, export, state and inspect (not import, migrate, reindex, salvage, bench: they need the store's files or engine)")
 	pf.StringVar(&a.flags.state, "state", "", "the runtime's state store (layer state, recorded assemblies): a filestore directory or postgres:// URL (default: the config file's, <dir>/state of an embedded store, the postgres store's database)")
 	pf.DurationVar(&a.flags.timeout, "timeout", 30*time.Second, "how long to wait for the store to open or connect")
 	pf.BoolVar(&a.flags.json, "json", false, "print JSON (one object per line for lists) instead of a table")
@@ -183,10 +183,11 @@ func (a *app) setup(cmd *cobra.Command) error {
 		}
 		switch name := cmd.CommandPath(); name {
 		case "memctl ls", "memctl show", "memctl search", "memctl rm", "memctl inspect", "memctl version",
+			"memctl add", "memctl edit", "memctl stats", "memctl export",
 			"memctl state", "memctl state ls", "memctl state show", "memctl state edit", "memctl state rm":
 		default:
 			if !strings.HasPrefix(name, "memctl completion") && !strings.HasPrefix(name, "memctl help") && !strings.HasPrefix(name, "memctl __complete") {
-				return a.serverOnly(strings.TrimPrefix(name, "memctl ") + " (memctl " + strings.TrimPrefix(name, "memctl ") + ")")
+				return a.serverOnly(strings.TrimPrefix(name, "memctl "))
 			}
 		}
 		if a.flags.store != "" {

@@ -63,7 +63,12 @@ thread-scoped memory carrying both ids, as the runtime writes them.
 Every record is checked against its layer's rules: a kind the layer reads,
 a scope it can be configured with, the metadata it needs, a text of at most
 8 KiB of UTF-8. It is embedded with the store's embedder and written; the
-ids written are printed. A custom layer id takes the rules of --layer-type.`
+ids written are printed. A custom layer id takes the rules of --layer-type.
+
+With --server, the memory is added through the server (POST /v1/memories),
+which runs the same layer path, embeds the text with its own embedder and
+refuses a resource the API key is not bound to (and global memories unless
+the key is an admin's).`
 
 func (a *app) addCmd() *cobra.Command {
 	var f addFlags
@@ -248,6 +253,11 @@ func (a *app) runAdd(ctx context.Context, cmd *cobra.Command, f *addFlags) error
 		return err
 	}
 
+	if rc, err := a.remoteClient(); err != nil {
+		return err
+	} else if rc != nil {
+		return a.remoteAdd(ctx, rc, cmd, f, scope, md, validFrom, validTo)
+	}
 	s, err := a.openStore(ctx, openCreate, nil)
 	if err != nil {
 		return err

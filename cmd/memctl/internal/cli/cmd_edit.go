@@ -59,7 +59,13 @@ with the store's embedder. The result is checked against the layer's rules
 scratchpad note's text prefix, a temporal fact's text and chain keys (edit a
 fact's value with --meta value=...). Changing a semantic message's text (or
 moving it) deletes the context records that quote it, its own and its
-neighbours' in the thread; the layer writes them again from the new text.`,
+neighbours' in the thread; the layer writes them again from the new text.
+
+With --server, the record is read through the server, changed here (flags,
+--file or $EDITOR as above) and written back with a PUT /v1/memories/ID at
+the revision read: the server re-embeds a changed text, keeps the context
+records in step and refuses the write (exit status 1, nothing written) when
+the record changed meanwhile, or when it would leave the key's resources.`,
 		Args:              exactArgs(1, "one ID"),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,64 +129,31 @@ func (a *app) runEdit(ctx context.Context, cmd *cobra.Command, id string, f *edi
 		}
 		f.text = t
 	}
+	ch := editChanges{changed: changed, set: set, vf: vf, vt: vt}
+	if rc, err := a.remoteClient(); err != nil {
+		return err
+	} else if rc != nil {
+		return a.remoteEdit(ctx, rc, cmd, id, f, ch)
+	}
 	s, old, err := a.openRecord(ctx, id, openRead)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = s.Close() }() // the store open last
 	r := old.Clone()
-	if r.Metadata == nil {
-		r.Metadata = map[string]string{}
+	// The store is closed while the operator edits: an embedded
+	// directory is held by one process at a time, and an agent must not
+	// be kept from starting by an editor left open. The write below is a
+	// compare-and-swap at the revision read, so whatever was written
+	// meanwhile is not overwritten.
+	err = a.applyEdit(cmd, f, ch, &old, &r, func() error { return s.Close() })
+	if err != nil {
+		return err
 	}
-	switch {
-	case f.file != "":
-		e, err := a.readEditable(f.file)
-		if err != nil {
-			return err
-		}
-		e.apply(&r)
-	case changed:
-		if cmd.Flags().Changed("text") {
-			r.Text = f.text
-		}
-		if cmd.Flags().Changed("kind") {
-			r.Kind = f.kind
-		}
-		if cmd.Flags().Changed("thread") {
-			r.Scope.Thread = f.thread
-		}
-		if cmd.Flags().Changed("resource") {
-			r.Scope.Resource = f.resource
-		}
-		for k, v := range set {
-			r.Metadata[k] = v
-		}
-		for _, k := range f.unset {
-			delete(r.Metadata, k)
-		}
-		if vf != nil {
-			r.ValidFrom = *vf
-		}
-		if vt != nil {
-			r.ValidTo = *vt
-		}
-	default:
-		// The store is closed while the operator edits: an embedded
-		// directory is held by one process at a time, and an agent must
-		// not be kept from starting by an editor left open. The write
-		// below is a compare-and-swap at the revision read, so whatever
-		// was written meanwhile is not overwritten.
-		if err := s.Close(); err != nil {
-			return err
-		}
-		e, err := a.editInEditor(&old)
-		if err != nil {
-			return err
-		}
+	if !ch.changed && f.file == "" {
 		if s, err = a.openStore(ctx, openRead, nil); err != nil {
 			return err
 		}
-		e.apply(&r)
 	}
 	typ := f.layerType
 	if typ == "" {
@@ -342,4 +315,66 @@ func (a *app) editInEditor(r *vectorstore.Record) (editable, error) {
 		return editable{}, err
 	}
 	return decodeEditable(edited, "the edited file")
+}
+
+// editChanges are the parsed change flags of edit.
+type editChanges struct {
+	changed bool
+	set     map[string]string
+	vf, vt  *time.Time
+}
+
+// applyEdit makes the edit the flags ask for on r, a clone of old: the
+// --file's fields, the flags' changes, or, with neither, what the
+// operator writes in $EDITOR (beforeEditor runs first, to let go of the
+// store while the editor is open).
+func (a *app) applyEdit(cmd *cobra.Command, f *editFlags, ch editChanges, old, r *vectorstore.Record, beforeEditor func() error) error {
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	switch {
+	case f.file != "":
+		e, err := a.readEditable(f.file)
+		if err != nil {
+			return err
+		}
+		e.apply(r)
+	case ch.changed:
+		if cmd.Flags().Changed("text") {
+			r.Text = f.text
+		}
+		if cmd.Flags().Changed("kind") {
+			r.Kind = f.kind
+		}
+		if cmd.Flags().Changed("thread") {
+			r.Scope.Thread = f.thread
+		}
+		if cmd.Flags().Changed("resource") {
+			r.Scope.Resource = f.resource
+		}
+		for k, v := range ch.set {
+			r.Metadata[k] = v
+		}
+		for _, k := range f.unset {
+			delete(r.Metadata, k)
+		}
+		if ch.vf != nil {
+			r.ValidFrom = *ch.vf
+		}
+		if ch.vt != nil {
+			r.ValidTo = *ch.vt
+		}
+	default:
+		if beforeEditor != nil {
+			if err := beforeEditor(); err != nil {
+				return err
+			}
+		}
+		e, err := a.editInEditor(old)
+		if err != nil {
+			return err
+		}
+		e.apply(r)
+	}
+	return nil
 }

@@ -48,7 +48,18 @@ says so). --no-state leaves the state out, --no-assemblies the recorded
 assemblies only.
 
 An embedded directory another process holds (a running agent) is exported
-from a snapshot of its records taken when the export starts.`,
+from a snapshot of its records taken when the export starts.
+
+With --server, the export goes through the server, page by page (GET
+/v1/memories with vectors, GET /v1/state with the stored bytes): the records
+of one resource (--resource, or the API key's only one; --layer, --kind and
+--thread filter, the other filters do not apply), then, unless filtered, the
+layer state and recorded assemblies of that resource and its threads. It
+does not carry what no resource owns: global records and state, the
+binding of threads to resources and other resources' data; the header names
+no embedder (the server reports its model, not the --embedder to open the
+store with), and the records are read page by page, not from one snapshot:
+a record written during the export may or may not be in it.`,
 		Args: rangeArgs(0, 1, "at most one FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runExport(cmd.Context(), fileArg(args), &f)
@@ -62,6 +73,11 @@ from a snapshot of its records taken when the export starts.`,
 }
 
 func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error {
+	if rc, err := a.remoteClient(); err != nil {
+		return err
+	} else if rc != nil {
+		return a.remoteExport(ctx, rc, path, f)
+	}
 	s, flt, match, err := a.openFiltered(ctx, &f.filterFlags)
 	if err != nil {
 		return err

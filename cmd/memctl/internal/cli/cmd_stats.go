@@ -48,7 +48,12 @@ func (a *app) statsCmd() *cobra.Command {
 		Long: `Count the memories (all, or those the filters select) by layer, scope and
 kind, with the number of threads and resources, the size of the data, the
 store in use and where that choice came from (flag, environment, config file
-or the default), and the embedder and vector dimension.`,
+or the default), and the embedder and vector dimension.
+
+With --server, the counts are the server's (GET /v1/stats) for one resource
+(--resource, or the API key's only one) or, with an admin key and no
+--resource, the whole store; the other filters do not apply, and the size on
+disk is not known.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runStats(cmd.Context(), &f) },
 	}
@@ -57,6 +62,11 @@ or the default), and the embedder and vector dimension.`,
 }
 
 func (a *app) runStats(ctx context.Context, f *filterFlags) error {
+	if rc, err := a.remoteClient(); err != nil {
+		return err
+	} else if rc != nil {
+		return a.remoteStats(ctx, rc, f)
+	}
 	s, flt, match, err := a.openFiltered(ctx, f)
 	if err != nil {
 		return err
@@ -106,6 +116,11 @@ func (a *app) runStats(ctx context.Context, f *filterFlags) error {
 			return nil
 		})
 	}
+	return a.printStats(&st)
+}
+
+// printStats prints st as JSON or as the stats table.
+func (a *app) printStats(st *storeStats) error {
 	if a.flags.json {
 		return writeJSONIndent(a.io.Out, st)
 	}

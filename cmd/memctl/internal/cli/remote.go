@@ -25,7 +25,9 @@ import (
 // agent keeps through the server's HTTP API (/v1/...), with an API key
 // ($STRATA_API_KEY) bound to the resources it may touch. The commands
 // that go through it are those the API has routes for: ls, show, search,
-// rm ID..., state ls|show|edit|rm and inspect; the others say so.
+// add, edit, rm ID..., stats, export, state ls|show|edit|rm and inspect;
+// import, migrate, reindex, salvage and bench need the store's files or
+// engine and say so (localOnly).
 
 // EnvAPIKey is the environment variable that holds the API key --server
 // sends.
@@ -33,6 +35,9 @@ const EnvAPIKey = "STRATA_API_KEY"
 
 // ErrServer is wrapped by the errors a server answers with.
 var ErrServer = errors.New("server")
+
+// errNoRemoteState is wrapped when the server has no state store (501).
+var errNoRemoteState = errors.New("no state store")
 
 // remote is a strata server memctl talks to.
 type remote struct {
@@ -54,12 +59,26 @@ func (a *app) remoteClient() (*remote, error) {
 	return &remote{base: u, key: os.Getenv(EnvAPIKey), hc: &http.Client{Timeout: a.flags.timeout}}, nil
 }
 
-// serverOnly refuses a command the server has no route for.
+// localOnly says why the commands that do not run through --server
+// cannot: each needs what the server does not lend a client.
+var localOnly = map[string]string{
+	"import":  "it writes records in bulk with their vectors and replaces layer state, past the server's request limits",
+	"migrate": "it changes the store's files or schema, which the serving process holds open",
+	"reindex": "it re-embeds every record with an embedder of its own choosing, in the store's engine",
+	"salvage": "it reads the damaged files of an embedded directory",
+	"bench":   "it measures the store's engine itself, not the network",
+}
+
+// serverOnly refuses a command the server has no route for, naming why.
 func (a *app) serverOnly(what string) error {
 	if a.flags.server == "" {
 		return nil
 	}
-	return usageErrorf("%s does not run through --server (the server's API has no route for it); run it on the machine that serves the store, with --store", what)
+	why := "the server's API has no route for it"
+	if w, ok := localOnly[strings.Fields(what + " x")[0]]; ok {
+		why = w
+	}
+	return usageErrorf("%s does not run through --server (%s); run it on the machine that serves the store, with --store", what, why)
 }
 
 // call sends one request and decodes the answer into out. An error answer
@@ -69,30 +88,20 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 	u := *r.base
 	u.Path += path
 	u.RawQuery = q.Encode()
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		raw = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if r.key != "" {
-		req.Header.Set("Authorization", "Bearer "+r.key)
-	}
-	resp, err := r.hc.Do(req)
+	resp, err := r.send(ctx, method, u.String(), raw)
 	if err != nil {
 		return fmt.Errorf("server %s: %w", r.base.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	raw, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("server %s: %w", r.base.Redacted(), err)
 	}
@@ -115,6 +124,8 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 			return fmt.Errorf("%w: %w", ErrUsage, err)
 		case http.StatusConflict:
 			return fmt.Errorf("%w: %w", storage.ErrConflict, err)
+		case http.StatusNotImplemented:
+			return fmt.Errorf("%w: %w", errNoRemoteState, err)
 		case http.StatusUnauthorized:
 			return fmt.Errorf("%w (set $%s to an API key of the server)", err, EnvAPIKey)
 		}
@@ -127,6 +138,50 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 		return fmt.Errorf("server %s: %s %s: unexpected answer: %w", r.base.Redacted(), method, path, err)
 	}
 	return nil
+}
+
+// maxRateRetries bounds how often one request waits out the server's
+// rate limit (429 with Retry-After) before its error is returned.
+const maxRateRetries = 5
+
+// send sends one request (body as JSON when not nil). A request refused
+// by the key's rate limit is sent again after the Retry-After the server
+// names, a few times: an export or a state listing sends a request per
+// page or key, and should slow down rather than fail half way.
+func (r *remote) send(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, rd)
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if r.key != "" {
+			req.Header.Set("Authorization", "Bearer "+r.key)
+		}
+		resp, err := r.hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		wait, werr := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusTooManyRequests || werr != nil || wait < 0 || wait > 30 || attempt == maxRateRetries {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		t := time.NewTimer(time.Duration(wait) * time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // remoteMemory is a memory as the server's API returns it.
@@ -143,6 +198,8 @@ type remoteMemory struct {
 	ValidTo   *time.Time        `json:"valid_to"`
 	Revision  int64             `json:"revision"`
 	Score     float64           `json:"score"`
+	Vector    []float32         `json:"vector"`
+	Terms     vectorstore.Terms `json:"terms"`
 }
 
 func (m *remoteMemory) record() vectorstore.Record {
