@@ -41,7 +41,8 @@
 // search, stats, export, migrate's source) read a snapshot of its records
 // and the state store in place; the writing commands fail naming the
 // process that holds the store (pid and command line). Tables fit 80
-// columns unless --wide (-w).
+// columns (a wider terminal's width when the output is one) unless
+// --wide (-w).
 //
 // migrate writes --batch records at a time: 10,000 into postgres by
 // default, whose driver loads a batch of its copy_threshold (1,000) or

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"strings"
@@ -149,7 +150,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.DurationVar(&a.flags.timeout, "timeout", 30*time.Second, "how long to wait for the store to open or connect")
 	pf.BoolVar(&a.flags.json, "json", false, "print JSON (one object per line for lists) instead of a table")
 	pf.BoolVar(&a.flags.noProgress, "no-progress", false, "never draw progress (it is drawn only when stderr is a terminal)")
-	pf.BoolVarP(&a.flags.wide, "wide", "w", false, "tables as wide as their contents: every column, nothing shortened (default: fit 80 columns)")
+	pf.BoolVarP(&a.flags.wide, "wide", "w", false, "tables as wide as their contents: every column, nothing shortened (default: fit the terminal, at least 80 columns; 80 when piped)")
 	_ = root.RegisterFlagCompletionFunc("embedder", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"uselite\tthe offline default model", "hash:64\tdeterministic hashing (tests)", "openai:\tOpenAI-compatible API", "ollama:\tOllama"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
@@ -197,10 +198,17 @@ func (a *app) setup(cmd *cobra.Command) error {
 	return nil
 }
 
-// width is the width tables fit: 80 columns, none with --wide.
+// width is the width tables fit: the terminal's when the output is a
+// terminal wider than 80 columns, else 80; none with --wide. Piped output
+// keeps 80 columns, so what scripts see does not depend on the window.
 func (a *app) width() int {
 	if a.flags.wide {
 		return 0
+	}
+	if f, ok := a.io.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > tableWidth {
+			return w
+		}
 	}
 	return tableWidth
 }
