@@ -48,5 +48,8 @@ echo "== PostgreSQL + pgvector (scripts/pg.sh), then go test -race ./..."
 # command and stops the server whatever the command does.
 bash scripts/pg.sh with go test -race -count=1 -timeout 40m ./...
 
-echo "== retrieval-quality corpora, without -race"
+echo "== retrieval-quality corpora and the model's golden check, without -race"
 go test -count=1 -timeout 20m -run '^TestQuality' "$quality"
+# The embedding model's golden check over both kernel sets: arithmetic
+# only, skipped under -race above for the same reason.
+go test -count=1 -run '^TestGoldenBothKernels$' ./embed/uselite/

@@ -107,7 +107,14 @@ func TestPackRejectsOddWidths(t *testing.T) {
 
 // TestGoldenBothKernels checks the portable kernels (what arm64 and older
 // x86 run) against the TF.js reference too, not just the SIMD ones.
+//
+// It is model arithmetic with no concurrency, several times slower under
+// the race detector: it runs without -race only (scripts/test.sh runs it
+// so, with the retrieval-quality corpora).
 func TestGoldenBothKernels(t *testing.T) {
+	if raceEnabled {
+		t.Skip("numeric only: runs without -race (scripts/test.sh runs it so)")
+	}
 	m := testModel(t)
 	g := loadGolden(t)
 	texts := make([]string, len(g.Cases))
