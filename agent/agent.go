@@ -80,8 +80,11 @@ type Options struct {
 	// choice is reported back with the cache figures
 	// (core.CacheReport.TTL), so a miss after a pause within it is not
 	// taken for an expiry, and a turn that starts within it is not taken
-	// for a cold cache (CacheLifetime). TTLByCost is the rule strata
-	// ships; nil asks for nothing.
+	// for a cold cache (CacheLifetime). The adapters round a lifetime up
+	// to what the provider offers (Anthropic one hour, OpenAI 24 hours),
+	// but the report carries what the rule returned: a rule of its own
+	// returns the provider's lifetime. TTLByCost is the rule strata ships
+	// (it does); nil asks for nothing.
 	CacheTTL func(TTLInput) time.Duration
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/stratamem/strata/core"
@@ -46,7 +47,10 @@ func TTLByCost(m pricing.Model, pause func(TTLInput) time.Duration) func(TTLInpu
 		u := in.View.Usage
 		carried := u.BandTokens[core.BandSystem] + u.BandTokens[core.BandAnchor] + u.BandTokens[core.BandHistory]
 		written := u.Total
-		if last, ok := in.Session.LastCacheReport(); ok && last.Reported {
+		// Within the lifetime the previous request asked for, what it
+		// cached is read back; past it (a cold cache) the turn writes
+		// everything.
+		if last, ok := in.Session.LastCacheReport(); ok && last.Reported && in.Idle <= cmp.Or(last.TTL, pricing.TTL5m.Duration()) {
 			written = max(0, u.Total-last.ReadTokens-last.WriteTokens)
 		}
 		if ttl := m.BestTTL(written, carried, p); ttl != pricing.TTL5m {

@@ -442,8 +442,11 @@ func (s *Session) Assemble(ctx context.Context) (view *View, err error) {
 // room, as a compaction mounts what it folds. The room is taken by
 // projecting again with the budget less the mounted tokens, until no
 // further activation drops (each pass drops at least as much, so this
-// ends). When even that projection fails, the first one stands and the
-// content is dropped (Usage.Resident does not list it). It returns the
+// ends). When that projection fails, or would cut the newest user
+// message or drop the context updates, or the policy summarises what it
+// drops (another pass would ask the summarizer again), the first
+// projection stands, the content is left out with a KindOverBudget
+// diagnostic, and Usage.Resident does not list it. It returns the
 // projection and how many entries it mounted.
 func (s *Session) project(history []projector.Entry[Item], arr arrangement) (projector.View[Item], int, error) {
 	in := s.projectorInput(history, arr)
@@ -464,16 +467,30 @@ func (s *Session) project(history []projector.Entry[Item], arr arrangement) (pro
 	if len(mounts) == 0 {
 		return pv, 0, nil
 	}
-	for {
+	giveUp := func(why string) (projector.View[Item], int, error) {
+		s.diagnose("_strata", "assemble", KindOverBudget, fmt.Errorf(
+			"%d resident content activation(s) left out with the history around them: %s", len(mounts), why))
+		return pv, 0, nil
+	}
+	if s.rt.policy.Overflow == projector.OverflowSummarize {
+		// Another pass would ask the host's summarizer again.
+		return giveUp("the policy summarises what it drops")
+	}
+	for pass := 0; ; pass++ {
 		cp := *s.rt.policy
 		cp.TokenBudget -= tokens
 		next, err := projector.Assemble(in, &cp)
-		if err != nil {
-			return pv, 0, nil
+		switch {
+		case err != nil:
+			return giveUp("the budget cannot hold them")
+		case next.Cut != nil && pv.Cut == nil, next.UpdatesDropped && !pv.UpdatesDropped:
+			// Their room would come from the user's message or the
+			// context updates: those matter more.
+			return giveUp("their room would cut the newest user message or drop the context updates")
 		}
 		m, t := dropped(next)
-		if len(m) == len(mounts) {
-			pv = next
+		if len(m) <= len(mounts) || pass > len(s.asm.shownAt) {
+			pv, mounts, tokens = next, m, t
 			break
 		}
 		mounts, tokens = m, t // dropped more: take their room too

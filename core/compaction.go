@@ -327,9 +327,11 @@ func (s *Session) compactHistory(ctx context.Context, outs []layerOutput, histor
 		size -= saved
 		limit := int(cfg.threshold() * float64(cfg.Window))
 		forced := s.compactNow
-		s.compactNow = false
 		if size > limit || forced {
 			ev, err := s.compact(ctx, cfg, prev, size, limit)
+			// A host's request outlives a failed summarizer: the
+			// retry compacts.
+			s.compactNow = forced && err != nil && !errors.Is(err, ErrCompactionStalled)
 			switch {
 			case forced && size <= limit && errors.Is(err, ErrCompactionStalled):
 				// Asked for by the host, not needed: nothing to do.

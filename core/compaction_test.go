@@ -568,3 +568,25 @@ func TestCompactionCannotAdvance(t *testing.T) {
 		t.Fatalf("past the window: %v, want ErrCompactionStalled", err)
 	}
 }
+
+// A Compact whose summarizer fails is still asked for at the retry.
+func TestSessionCompactSurvivesFailure(t *testing.T) {
+	ctx := context.Background()
+	sum := &countingSummarizer{fail: true}
+	s, _ := compactionRuntime(t, &core.CompactionConfig{Window: 100000, Keep: 2, Summarizer: sum}).Start(ctx, core.RunOptions{})
+	for n := range 4 {
+		q, a := turnText(n)
+		_ = s.Append(ctx, core.UserMessage(q))
+		_ = s.Record(ctx, core.AssistantMessage(a))
+	}
+	_ = s.Append(ctx, core.UserMessage("and now?"))
+	_ = s.Compact()
+	if _, err := s.Assemble(ctx); err == nil {
+		t.Fatal("a failing summarizer did not fail the assembly")
+	}
+	sum.fail = false
+	v, err := s.Assemble(ctx)
+	if err != nil || !v.Usage.Compaction.Compacted {
+		t.Fatalf("the retry did not compact: %v", err)
+	}
+}

@@ -472,6 +472,12 @@ func (s *Server) EditMemory(ctx context.Context, p *Principal, id string, req Me
 		}
 		rev, err := s.mem.Records.UpsertIf(ctx, r, old.Revision)
 		if errors.Is(err, vectorstore.ErrConflict) {
+			if len(ctxs) > 0 {
+				// The message stands as the other writer left it; the
+				// context records quoting the old text are gone, and the
+				// layer writes them again from the thread's messages.
+				return WriteResult{}, fmt.Errorf("%w: memory %s changed while it was edited: the memory was not written (%d context records quoting its old text were removed; the semantic layer writes them again): %w", ErrConflict, id, len(ctxs), err)
+			}
 			return WriteResult{}, fmt.Errorf("%w: memory %s changed while it was edited: nothing written: %w", ErrConflict, id, err)
 		} else if err != nil {
 			return WriteResult{}, err

@@ -100,7 +100,11 @@ func (m *Model) responsesParams(req provider.Request, maxTokens int) (responses.
 	if r := m.retention(req); r != "" {
 		p.PromptCacheRetention = responses.ResponseNewParamsPromptCacheRetention(r)
 	}
-	p.PromptCacheOptions.Ttl = m.opts.CacheTTL
+	if m.retention(req) != "in_memory" {
+		// A request that asks for the in-memory lifetime (CacheTTL of
+		// five minutes or less) sends no longer ttl beside it.
+		p.PromptCacheOptions.Ttl = m.opts.CacheTTL
+	}
 	if id, ok := m.last.Get(req.ThreadID); ok && m.diagnose {
 		p.PromptCacheOptions.ComparisonResponseID = param.NewOpt(id)
 	}
