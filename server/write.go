@@ -379,7 +379,9 @@ func (s *Server) putOne(ctx context.Context, format memory.RecordFormat, id stri
 // scope, text, metadata, validity) if its stored revision is Revision:
 // a compare-and-swap, so a write made since the client read the record
 // is never overwritten (ErrConflict). The id, creation time and vector
-// are kept; a changed text is re-embedded by the server.
+// are kept; a changed text is re-embedded by the server. An empty
+// Resource keeps the memory's resource: the server never moves a memory
+// to global scope.
 type MemoryEdit struct {
 	Revision  int64             `json:"revision"`
 	LayerType string            `json:"layer_type,omitempty"`
@@ -407,6 +409,12 @@ func (s *Server) EditMemory(ctx context.Context, p *Principal, id string, req Me
 		}
 		if old.Revision != req.Revision {
 			return WriteResult{}, fmt.Errorf("%w: memory %s is at revision %d, not %d: nothing written", ErrConflict, id, old.Revision, req.Revision)
+		}
+		if req.Resource == "" {
+			// Left out (the field is omitempty): the memory stays where
+			// it is. Moving one to global scope, where every resource
+			// reads it, is not something an omission should do.
+			req.Resource = old.Scope.Resource
 		}
 		if req.Resource != old.Scope.Resource && !p.Allows(req.Resource) {
 			return WriteResult{}, fmt.Errorf("%w: key %q may not move a memory to resource %q", ErrForbidden, p.Name, req.Resource)

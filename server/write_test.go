@@ -104,6 +104,17 @@ func TestWriteMemories(t *testing.T) {
 			if st := call(t, hs, key7, "GET", "/v1/stats", nil, &stats); st != 200 || stats.ByScope["thread"] == 0 || stats.DataBytes == 0 {
 				t.Errorf("stats: %d %+v", st, stats)
 			}
+			// An edit that leaves the resource out keeps it: never global.
+			call(t, hs, key7, "GET", "/v1/memories/"+id, nil, &now)
+			kept := server.MemoryEdit{Revision: now.Revision, Layer: now.Layer, Kind: now.Kind, Thread: now.Thread,
+				Text: "The user keeps two goats", Metadata: now.Metadata}
+			if st := call(t, hs, key7, "PUT", "/v1/memories/"+id, kept, &w); st != 200 {
+				t.Fatalf("edit without a resource: %d %+v", st, w)
+			}
+			call(t, hs, key7, "GET", "/v1/memories/"+id, nil, &now)
+			if now.Resource != "user-7" || now.Text != "The user keeps two goats" {
+				t.Errorf("after an edit without a resource: %+v", now)
+			}
 		})
 	}
 }
