@@ -483,7 +483,7 @@ func (s *Session) project(history []projector.Entry[Item], arr arrangement) (pro
 		switch {
 		case err != nil:
 			return giveUp("the budget cannot hold them")
-		case next.Cut != nil && pv.Cut == nil, next.UpdatesDropped && !pv.UpdatesDropped:
+		case next.Cut != nil && (pv.Cut == nil || next.Cut.Shown < pv.Cut.Shown), next.UpdatesDropped && !pv.UpdatesDropped:
 			// Their room would come from the user's message or the
 			// context updates: those matter more.
 			return giveUp("their room would cut the newest user message or drop the context updates")
