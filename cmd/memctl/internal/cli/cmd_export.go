@@ -159,20 +159,10 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 		return fmt.Errorf("export: %w", err)
 	}
 	if file != nil {
-		if err := file.Sync(); err != nil {
-			return fmt.Errorf("export: %w", err)
+		if err := placeExport(file, path); err != nil {
+			return err
 		}
-		if err := file.Close(); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if err := os.Rename(file.Name(), path); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		what := plural(w.Count(), "memory", "memories")
-		if state != nil {
-			what += fmt.Sprintf(" and %s (%d recorded assemblies)", plural(sr.Keys, "state value", "state values"), sr.Assemblies)
-		}
-		fmt.Fprintf(a.io.Err, "exported %s to %s\n", what, esc(path))
+		fmt.Fprintf(a.io.Err, "exported %s to %s\n", exported(w.Count(), state != nil, sr), esc(path))
 	}
 	return nil
 }
@@ -204,4 +194,29 @@ func exportState(ctx context.Context, w *exportfmt.Writer, state *openedState, i
 		}
 	}
 	return nil
+}
+
+// placeExport makes an export written to a temporary file durable and
+// puts it at path, so a failed export never leaves a partial file there.
+func placeExport(file *os.File, path string) error {
+	if err := file.Sync(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := file.Close(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := os.Rename(file.Name(), path); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// exported says what an export wrote: its memories, and with the layer
+// state the state values and recorded assemblies among them.
+func exported(memories int, withState bool, sr stateResult) string {
+	what := plural(memories, "memory", "memories")
+	if withState {
+		what += fmt.Sprintf(" and %s (%d recorded assemblies)", plural(sr.Keys, "state value", "state values"), sr.Assemblies)
+	}
+	return what
 }

@@ -160,20 +160,11 @@ func (a *app) remoteExport(ctx context.Context, rc *remote, path string, f *expo
 		return fmt.Errorf("export: %w", err)
 	}
 	if file != nil {
-		if err := file.Sync(); err != nil {
-			return fmt.Errorf("export: %w", err)
+		if err := placeExport(file, path); err != nil {
+			return err
 		}
-		if err := file.Close(); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if err := os.Rename(file.Name(), path); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		what := plural(w.Count(), "memory", "memories")
-		if !f.noState && !filtered {
-			what += fmt.Sprintf(" and %s (%d recorded assemblies)", plural(sr.Keys, "state value", "state values"), sr.Assemblies)
-		}
-		fmt.Fprintf(a.io.Err, "exported %s of resource %s through %s to %s\n", what, esc(resource), esc(rc.base.Redacted()), esc(path))
+		fmt.Fprintf(a.io.Err, "exported %s of resource %s through %s to %s\n", exported(w.Count(), !f.noState && !filtered, sr),
+			esc(resource), esc(rc.base.Redacted()), esc(path))
 	}
 	return nil
 }
