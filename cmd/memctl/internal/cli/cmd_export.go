@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -104,18 +105,13 @@ func (a *app) runExport(ctx context.Context, path string, f *exportFlags) error 
 			fmt.Fprintf(a.io.Err, "memctl: export: %s keeps no layer state memctl knows of: records only (pass --state to export the state too)\n", esc(s.ref.String()))
 		}
 	}
-	out := a.io.Out
-	var file *os.File
-	if path != "-" {
-		// Write next to the target and rename, so a failed export never
-		// leaves a truncated file that looks complete.
-		file, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
+	out, file, err := a.openExport(path)
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer os.Remove(file.Name())
 		defer file.Close()
-		out = file
 	}
 	w := exportfmt.NewWriter(out)
 	info := s.Info()
@@ -194,6 +190,21 @@ func exportState(ctx context.Context, w *exportfmt.Writer, state *openedState, i
 		}
 	}
 	return nil
+}
+
+// openExport is where an export to path writes: standard output for "-",
+// else a temporary file next to path (the caller removes it when done),
+// which placeExport renames into place once the export is complete, so a
+// failed export never leaves a truncated file that looks complete.
+func (a *app) openExport(path string) (io.Writer, *os.File, error) {
+	if path == "-" {
+		return a.io.Out, nil, nil
+	}
+	file, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("export: %w", err)
+	}
+	return file, file, nil
 }
 
 // placeExport makes an export written to a temporary file durable and

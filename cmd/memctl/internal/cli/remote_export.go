@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 
 	"github.com/stratamem/strata/core/inspect"
 	"github.com/stratamem/strata/exportfmt"
@@ -99,17 +98,13 @@ func (a *app) remoteExport(ctx context.Context, rc *remote, path string, f *expo
 	if filtered && !f.noState {
 		fmt.Fprintln(a.io.Err, "memctl: export: the filters select records: no layer state exported (export without filters to move it)")
 	}
-	out := a.io.Out
-	var file *os.File
-	if path != "-" {
-		// Write next to the target and rename, as a local export does.
-		file, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
+	out, file, err := a.openExport(path)
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer os.Remove(file.Name())
 		defer file.Close()
-		out = file
 	}
 	w := exportfmt.NewWriter(out)
 	if !f.noHeader {
